@@ -1,0 +1,93 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { CatalogModel, findModel } from "../../components/catalog";
+import { GiB, kvBytesPerToken, planMemory, renderMemoryPlan } from "../../components/memory";
+
+const twoSparks = (tp: number, pp: number, gpuMemoryUtilization: number, maxModelLen?: number) => ({
+    hosts: [{ name: "spark-a", gpus: 1 }, { name: "spark-b", gpus: 1 }],
+    vllm: { tensorParallelSize: tp, pipelineParallelSize: pp, gpuMemoryUtilization, maxModelLen },
+});
+const close = (a: number, b: number, eps = 1e-6) => assert.ok(Math.abs(a - b) < eps, `${a} ≉ ${b}`);
+
+test("Qwen3.5-122B-A10B-FP8 on two Sparks, TP=2, 0.85, 32768 (README numbers)", () => {
+    const plan = planMemory(twoSparks(2, 1, 0.85, 32768), findModel("Qwen/Qwen3.5-122B-A10B-FP8"));
+    assert.equal(plan.kind, "plan");
+    if (plan.kind !== "plan") return;
+    // share = 0.85 × 121.69 = 103.4365 GiB
+    close(plan.rows[0].vllmShareGiB, 103.4365);
+    // weights = 119e9 / 2 = 59.5e9 B = 55.41369 GiB
+    close(plan.rows[0].weightsGiB, 59.5e9 / GiB);
+    close(plan.rows[0].weightsGiB, 55.413693, 1e-5);
+    // budget = 103.4365 − 55.413693 − 4 = 44.022807 GiB
+    close(plan.rows[0].kvBudgetGiB, 44.022807, 1e-5);
+    // KV/token = 2 × 12 layers × max(1, 2/2) heads × 256 × 2 bytes = 12288
+    assert.equal(plan.rows[0].kvBytesPerToken, 12288);
+    // tokens = floor(44.022807 GiB / 12288 B) = 3,846,771
+    assert.equal(plan.kvTokens, 3846771);
+    assert.equal(plan.maxModelLen, 32768);
+    assert.ok(plan.weightsFit && plan.maxModelLenFits && plan.hostHeadroomOk);
+    close(plan.hostHeadroomGiB, 18.2535); // 121.69 × 0.15
+    assert.deepEqual(plan.rows.map(r => [r.rank, r.host, r.tpRank, r.ppStage]), [[0, "spark-a", 0, 0], [1, "spark-b", 1, 0]]);
+    assert.deepEqual(plan.problems, []);
+});
+
+test("KV heads are replicated, never split below one per rank", () => {
+    const m = findModel("meta-llama/Llama-3.3-70B-Instruct")!; // 80 layers, 8 KV heads, 128 dim, bf16
+    assert.equal(kvBytesPerToken(m, 1, 1), 2 * 80 * 8 * 128 * 2); // 327680
+    assert.equal(kvBytesPerToken(m, 2, 1), 2 * 80 * 4 * 128 * 2); // 163840
+    assert.equal(kvBytesPerToken(m, 16, 1), 2 * 80 * 1 * 128 * 2); // replicated: 40960
+    assert.equal(kvBytesPerToken(m, 2, 2), 2 * 40 * 4 * 128 * 2); // half the layers per stage
+});
+
+const toy: CatalogModel = {
+    id: "toy/Toy-10B", architecture: "LlamaForCausalLM", modelType: "llama", weightBytes: 100 * GiB, parameters: 5e10,
+    layers: 10, fullAttentionLayers: 10, attentionHeads: 8, kvHeads: 2, headDim: 128, hiddenSize: 1024, vocabSize: 1024 * 1024,
+    maxContext: 4096, quantization: "bf16", kvDtype: "bf16", trustRemoteCode: false,
+};
+
+test("pipeline parallelism adds the stage-local embedding to each rank", () => {
+    const plan = planMemory(twoSparks(1, 2, 0.5), toy, { usableGiB: 100, reserveGiB: 2 });
+    if (plan.kind !== "plan") return assert.fail();
+    // 100 GiB / 2 + 1024² × 1024 × 2 B / TP 1 = 50 + 2 = 52 GiB, share 50 → does not fit
+    close(plan.rows[0].weightsGiB, 52);
+    assert.equal(plan.weightsFit, false);
+    assert.equal(plan.kvTokens, 0);
+    assert.match(plan.problems[0], /weights need 52\.00 GiB \+ 2 GiB reserve/);
+    assert.deepEqual(plan.rows.map(r => r.ppStage), [0, 1]);
+});
+
+test("maxModelLen that does not fit the KV budget is reported with the largest that does", () => {
+    // usable 100, util 0.9 → share 90; weights 100/2 = 50; reserve 4 → 36 GiB; KV/token 2×10×1×128×2 = 5120 B
+    const plan = planMemory(twoSparks(2, 1, 0.9, 10_000_000), toy, { usableGiB: 100 });
+    if (plan.kind !== "plan") return assert.fail();
+    assert.equal(plan.rows[0].kvBytesPerToken, 5120);
+    assert.equal(plan.kvTokens, Math.floor((36 * GiB) / 5120)); // 7549747
+    assert.ok(plan.weightsFit);
+    assert.equal(plan.maxModelLenFits, false);
+    assert.match(plan.problems[0], /lower vllm.maxModelLen to at most 7549747/);
+});
+
+test("maxModelLen defaults to the model's context; low host headroom is a problem", () => {
+    const plan = planMemory(twoSparks(2, 1, 0.95), toy, { usableGiB: 100, minHostHeadroomGiB: 8 });
+    if (plan.kind !== "plan") return assert.fail();
+    assert.equal(plan.maxModelLen, 4096);
+    close(plan.hostHeadroomGiB, 5);
+    assert.equal(plan.hostHeadroomOk, false);
+    assert.match(plan.problems.join("\n"), /leaves 5\.00 GiB .* lower it to at most 0\.92/);
+});
+
+test("unknown model gives an unknown-model result, rendered plainly", () => {
+    const plan = planMemory({ ...twoSparks(2, 1, 0.85), model: { id: "someone/new-model" } }, undefined);
+    assert.equal(plan.kind, "unknown-model");
+    assert.match(renderMemoryPlan(plan), /someone\/new-model is not in the catalog/);
+});
+
+test("renderMemoryPlan prints one row per rank and the verdicts", () => {
+    const text = renderMemoryPlan(planMemory(twoSparks(2, 1, 0.85, 32768), findModel("Qwen/Qwen3.5-122B-A10B-FP8")));
+    const lines = text.trimEnd().split("\n");
+    assert.match(lines[0], /^rank\s+host\s+tp\s+pp\s+weights GiB/);
+    assert.match(lines[2], /^0\s+spark-a\s+0\s+0\s+55\.41\s+103\.44\s+4\.00\s+44\.02\s+12288\s+3846771$/);
+    assert.match(lines[3], /^1\s+spark-b\s+1\s+0\s+55\.41/);
+    assert.match(text, /weights fit; max-model-len 32768 fits \(KV capacity 3846771 tokens\)/);
+    assert.match(text, /host headroom 18\.25 GiB per host/);
+});
