@@ -333,18 +333,22 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     r.problems.forEach((p, i) => (r.problems[i] = p.replace(`${CONFIG_NAMESPACE}:.`, `${CONFIG_NAMESPACE}:`)));
 
     const hosts: HostSpec[] = [];
+    const hostIndex: number[] = [];
     const rawHosts = root.hosts;
     if (rawHosts === undefined || rawHosts === null) r.problem("hosts", "missing; list at least one host (the first is the Ray head)");
     else if (!Array.isArray(rawHosts)) r.problem("hosts", `must be a list of hosts, got ${describe(rawHosts)}`);
     else if (rawHosts.length === 0) r.problem("hosts", "is empty; list at least one host (the first is the Ray head)");
     else rawHosts.forEach((h, i) => {
         const host = parseHost(r, h, `hosts[${i}]`);
-        if (host) hosts.push(host);
+        if (host) {
+            hosts.push(host);
+            hostIndex.push(i);
+        }
     });
     const parsedAllHosts = Array.isArray(rawHosts) && hosts.length === rawHosts.length;
-    checkUnique(r, hosts, h => h.name, "name", "host names must be unique");
-    checkUnique(r, hosts, h => h.fabric.address, "fabric.address", "every host needs its own fabric address");
-    checkUnique(r, hosts, h => `${h.ssh.host}:${h.ssh.port}`, "ssh.host", "two hosts reach the same machine over SSH");
+    checkUnique(r, hosts, hostIndex, h => h.name, "name", "host names must be unique");
+    checkUnique(r, hosts, hostIndex, h => h.fabric.address, "fabric.address", "every host needs its own fabric address");
+    checkUnique(r, hosts, hostIndex, h => `${h.ssh.host}:${h.ssh.port}`, "ssh.host", "two hosts reach the same machine over SSH");
 
     let image: ImageRef | undefined;
     const rawImage = root.image;
@@ -422,11 +426,12 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     };
 }
 
-function checkUnique(r: Reader, hosts: HostSpec[], key: (h: HostSpec) => string, field: string, why: string): void {
+function checkUnique(r: Reader, hosts: HostSpec[], index: number[], key: (h: HostSpec) => string, field: string, why: string): void {
     const seen = new Map<string, number>();
-    hosts.forEach((h, i) => {
+    hosts.forEach((h, n) => {
         const k = key(h);
         const first = seen.get(k);
+        const i = index[n];
         if (first === undefined) seen.set(k, i);
         else r.problem(`hosts[${i}].${field}`, `"${k.replace(/:22$/, "")}" repeats hosts[${first}].${field}; ${why}`);
     });

@@ -1,0 +1,53 @@
+import * as pulumi from "@pulumi/pulumi";
+import { types } from "@pulumi/command";
+import * as remote from "@pulumi/command/remote";
+import { ClusterPlan } from "./plan";
+
+export interface ModelEndpointArgs {
+    /** The cluster plan (from `planCluster`): compat check, `vllm serve` launch and endpoint probe. */
+    plan: ClusterPlan;
+    /** SSH connection to the head (from `SparkHost`). */
+    connection: types.input.remote.ConnectionArgs;
+    /** The head's container; the compat check runs inside it. */
+    container: pulumi.Resource & { id: pulumi.Output<string> };
+    /** The API key vLLM requires; it only ever travels through stdin. */
+    apiKey: pulumi.Input<string>;
+    /**
+     * The Ray formation probe: `vllm serve` waits for it and is relaunched when it is replaced.
+     * May resolve after this component is constructed (Ray starts after the compat check).
+     */
+    rayReady: pulumi.Input<remote.Command>;
+}
+
+/** Checks the image's vLLM against the model, launches `vllm serve` and proves the endpoint answers. */
+export class ModelEndpoint extends pulumi.ComponentResource {
+    readonly compat: remote.Command;
+    readonly launch: remote.Command;
+    readonly probe: remote.Command;
+
+    constructor(name: string, args: ModelEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:ModelEndpoint", name, {}, opts);
+        const { plan, connection } = args;
+        const keyLine = pulumi.secret(pulumi.output(args.apiKey).apply(k => `${k}\n`));
+        this.compat = new remote.Command(`${name}-compat`, {
+            connection,
+            create: plan.compat.create,
+            triggers: [plan.compat.create, args.container.id],
+        }, { parent: this, dependsOn: [args.container] });
+        const rayReady = pulumi.output(args.rayReady);
+        this.launch = new remote.Command(`${name}-launch`, {
+            connection,
+            create: plan.vllmLaunch.create,
+            delete: plan.vllmLaunch.delete,
+            stdin: keyLine,
+            triggers: [plan.vllmLaunch.create, rayReady.apply(r => r.id), keyLine],
+        }, { parent: this, dependsOn: rayReady.apply(r => [r, this.compat]), deleteBeforeReplace: true });
+        this.probe = new remote.Command(`${name}-probe`, {
+            connection,
+            create: plan.endpointProbe.create,
+            stdin: keyLine,
+            triggers: [plan.endpointProbe.create, this.launch.id],
+        }, { parent: this, dependsOn: [this.launch] });
+        this.registerOutputs({ probe: this.probe.stdout });
+    }
+}

@@ -1,0 +1,384 @@
+# spark-vllm's helper program on each host. The diagnosis catalog (generated from
+# components/diagnosis.ts) is prepended to this file; it defines diagnose(),
+# normalise_log() and context_around().
+#
+#   python3 spark_vllm_tools.py preflight|compat|ray-probe|endpoint-probe 'JSON ARGS'
+#
+# Every subcommand prints progress lines, then one JSON object as its last stdout line
+# on success; on failure it prints what is wrong and how to fix it on stderr, exit 1.
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+PROGRESS_EVERY = 10
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def fail(lines):
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def run(argv, timeout=30):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, "", str(e)
+
+
+# ---------------------------------------------------------------- preflight
+
+def read_file(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def gpu_facts():
+    code, out, err = run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version,compute_cap",
+                          "--format=csv,noheader,nounits"])
+    if code != 0:
+        return None, (err or out).strip() or "nvidia-smi not found"
+    gpus = []
+    for row in out.strip().splitlines():
+        cells = [c.strip() for c in row.split(",")]
+        if len(cells) >= 3:
+            gpus.append({"name": cells[0], "memoryMiB": cells[1], "driver": cells[2],
+                         "computeCap": cells[3] if len(cells) > 3 else None})
+    return gpus, None
+
+
+def docker_facts():
+    code, version, err = run(["docker", "version", "--format", "{{.Server.Version}}"])
+    if code != 0:
+        return None, None, (err or version).strip()
+    _, runtimes, _ = run(["docker", "info", "--format", "{{json .Runtimes}}"])
+    nvidia = "nvidia" in runtimes or any(shutil.which(b) for b in
+                                         ("nvidia-container-runtime-hook", "nvidia-container-toolkit", "nvidia-ctk"))
+    return version.strip(), nvidia, None
+
+
+def iface_facts(name, address):
+    base = "/sys/class/net/" + name
+    if not os.path.isdir(base):
+        return {"name": name, "exists": False}
+    state = read_file(base + "/operstate")
+    carrier = read_file(base + "/carrier")
+    _, out, _ = run(["ip", "-o", "-4", "addr", "show", "dev", name])
+    addrs = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+    up = state == "up" or (state == "unknown" and carrier == "1")
+    return {"name": name, "exists": True, "up": up, "state": state, "addresses": addrs,
+            "hasAddress": address in addrs}
+
+
+def hca_facts(hcas):
+    facts = []
+    for hca in hcas:
+        ports = "/sys/class/infiniband/%s/ports" % hca
+        states = []
+        if os.path.isdir(ports):
+            for port in sorted(os.listdir(ports)):
+                states.append(read_file("%s/%s/state" % (ports, port)) or "")
+        facts.append({"name": hca, "exists": os.path.isdir(ports),
+                      "active": any("ACTIVE" in s for s in states)})
+    return facts
+
+
+def memory_facts():
+    info = {}
+    for line in (read_file("/proc/meminfo") or "").splitlines():
+        key, _, rest = line.partition(":")
+        info[key] = int(rest.split()[0]) * 1024 if rest.split() else 0
+    return {"totalBytes": info.get("MemTotal"), "availableBytes": info.get("MemAvailable")}
+
+
+def preflight(args):
+    host = args["host"]
+    fabric = args["fabric"]
+    problems = []
+    machine = platform.machine()
+    arch = {"aarch64": "linux/arm64", "arm64": "linux/arm64", "x86_64": "linux/amd64"}.get(machine, machine)
+    if arch != args["platform"]:
+        problems.append("%s: CPU architecture is %s (%s) but spark-vllm:hosts[].platform says %s: set it to %s"
+                        % (host, machine, arch, args["platform"], arch))
+    gpus, gpu_err = gpu_facts()
+    if gpus is None:
+        problems.append("%s: nvidia-smi failed (%s): install the NVIDIA driver" % (host, gpu_err))
+    elif len(gpus) < args["gpus"]:
+        problems.append("%s: %d GPU(s) visible but spark-vllm:hosts[].gpus says %d" % (host, len(gpus), args["gpus"]))
+    docker_version, nvidia_runtime, docker_err = docker_facts()
+    if docker_version is None:
+        problems.append("%s: Docker is not reachable (%s): install Docker and add %s to the docker group"
+                        % (host, docker_err, os.environ.get("USER", "the SSH user")))
+    elif not nvidia_runtime:
+        problems.append("%s: NVIDIA container runtime not found: install nvidia-container-toolkit" % host)
+    iface = iface_facts(fabric["interface"], fabric["address"])
+    if not iface["exists"]:
+        problems.append("%s: interface %s does not exist: check spark-vllm:hosts[].fabric.interface (ip -br link)"
+                        % (host, fabric["interface"]))
+    elif not iface["up"]:
+        problems.append("%s: interface %s is down: bring it up (ip link set %s up) or check the cable"
+                        % (host, fabric["interface"], fabric["interface"]))
+    elif not iface["hasAddress"]:
+        problems.append("%s: interface %s carries %s, not %s: fix spark-vllm:hosts[].fabric.address or the netplan"
+                        % (host, fabric["interface"], ", ".join(iface["addresses"]) or "no IPv4 address",
+                           fabric["address"]))
+    hcas = hca_facts(fabric["hcas"])
+    for hca in hcas:
+        if not hca["exists"]:
+            problems.append("%s: HCA %s not found: check spark-vllm:hosts[].fabric.hcas (ibdev2netdev)" % (host, hca["name"]))
+        elif not hca["active"]:
+            problems.append("%s: HCA %s is not ACTIVE: check the fabric link" % (host, hca["name"]))
+    disk = None
+    if os.path.isdir(args["cacheDir"]):
+        usage = shutil.disk_usage(args["cacheDir"])
+        disk = {"path": args["cacheDir"], "freeBytes": usage.free, "totalBytes": usage.total}
+    else:
+        problems.append("%s: model cache directory %s does not exist: create it (mkdir -p) or fix spark-vllm:model.cacheDir"
+                        % (host, args["cacheDir"]))
+    facts = {"host": host, "arch": machine, "platform": arch, "gpus": gpus, "docker": docker_version,
+             "nvidiaRuntime": nvidia_runtime, "fabric": iface, "hcas": hcas, "disk": disk,
+             "memory": memory_facts()}
+    say(json.dumps(facts, sort_keys=True))
+    if problems:
+        fail(problems)
+
+
+# ---------------------------------------------------------------- compat
+
+def snapshot_dir(cache_dir, model_id):
+    repo = os.path.join(cache_dir, "hub", "models--" + model_id.replace("/", "--"))
+    ref = read_file(os.path.join(repo, "refs", "main"))
+    if ref:
+        return os.path.join(repo, "snapshots", ref)
+    snaps = os.path.join(repo, "snapshots")
+    if os.path.isdir(snaps) and os.listdir(snaps):
+        return os.path.join(snaps, sorted(os.listdir(snaps))[0])
+    return None
+
+
+def compat(args):
+    started = time.time()
+    model = args["model"]
+    snap = snapshot_dir(args["cacheDir"], model)
+    config_path = snap and os.path.join(snap, "config.json")
+    if not config_path or not os.path.isfile(config_path):
+        fail(["%s: config.json not found under %s/hub on the head: put the weights there first "
+              "(huggingface-cli download %s) or set spark-vllm:model.weights" % (model, args["cacheDir"], model)])
+    with open(config_path) as f:
+        config = json.load(f)
+    archs = config.get("architectures") or []
+    model_type = config.get("model_type")
+    try:
+        import vllm
+        from vllm import ModelRegistry
+        version = getattr(vllm, "__version__", "unknown")
+        supported = set(ModelRegistry.get_supported_archs())
+    except Exception as e:  # an image without vLLM is a configuration error, not a crash
+        fail(["the image has no importable vLLM (%s: %s): use a vLLM image in spark-vllm:image" % (type(e).__name__, e)])
+    declared = args.get("declaredVllmVersion")
+    problems = []
+    if declared and declared != version:
+        problems.append("spark-vllm:vllm.version says %s but the image's vLLM is %s: correct the config" % (declared, version))
+    missing = [a for a in archs if a not in supported]
+    if missing:
+        first = args.get("firstSupportedVllm")
+        problems.append(
+            "%s needs architecture %s, which vLLM %s in this image does not support%s. "
+            "Use an image whose vLLM supports it. Copying model files between vLLM versions does not work: "
+            "the model's code lives in vLLM itself."
+            % (model, ", ".join(missing), version,
+               ("; it is supported from vLLM %s" % first) if first else ""))
+    remote_code = "auto_map" in config
+    if remote_code and not args.get("trustRemoteCode"):
+        problems.append("%s ships custom code (config.json auto_map) and needs trust_remote_code: "
+                        "set spark-vllm:model.trustRemoteCode: true after reading that code" % model)
+    tf_version = None
+    try:
+        import transformers
+        tf_version = getattr(transformers, "__version__", None)
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+        if model_type and model_type not in CONFIG_MAPPING_NAMES and not remote_code:
+            problems.append("transformers %s in this image does not recognize model_type %r of %s: "
+                            "use an image with a newer transformers" % (tf_version, model_type, model))
+    except ImportError:
+        pass
+    if problems:
+        fail(problems)
+    say(json.dumps({"model": model, "architectures": archs, "modelType": model_type, "vllmVersion": version,
+                    "transformers": tf_version, "seconds": round(time.time() - started, 2)}, sort_keys=True))
+
+
+# ---------------------------------------------------------------- ray-probe
+
+def ray_probe(args):
+    import ray
+    started = time.time()
+    deadline = started + args["timeoutSeconds"]
+    next_progress = started + PROGRESS_EVERY
+    ray.init(address=args["address"], logging_level="ERROR")
+    try:
+        while True:
+            alive = [n for n in ray.nodes() if n.get("Alive")]
+            ips = {n.get("NodeManagerAddress") for n in alive}
+            gpus = sum(float((n.get("Resources") or {}).get("GPU", 0)) for n in alive)
+            missing = [n for n in args["nodes"] if n["address"] not in ips]
+            if not missing and gpus >= args["gpus"]:
+                say(json.dumps({"nodes": len(alive), "gpus": gpus, "seconds": round(time.time() - started, 1)}))
+                return
+            now = time.time()
+            if now >= deadline:
+                fail(["Ray cluster incomplete after %d s: %d of %d nodes, %g of %d GPUs joined the head at %s."
+                      % (args["timeoutSeconds"], len(args["nodes"]) - len(missing), len(args["nodes"]), gpus,
+                         args["gpus"], args["address"])]
+                     + ["  %s (%s) did not join: see its RayWorker launch output and %s/ray-start.log on %s; "
+                        "check the fabric link and that port %s on the head is reachable from it"
+                        % (n["name"], n["address"], args["logDir"], n["name"], args["address"].rsplit(":", 1)[1])
+                        for n in missing])
+            if now >= next_progress:
+                say("waiting for Ray nodes: %d/%d joined, %g/%d GPUs, %d s; missing %s"
+                    % (len(args["nodes"]) - len(missing), len(args["nodes"]), gpus, args["gpus"], now - started,
+                       ", ".join("%s (%s)" % (n["name"], n["address"]) for n in missing) or "GPUs only"))
+                next_progress = now + PROGRESS_EVERY
+            time.sleep(args["intervalSeconds"])
+    finally:
+        ray.shutdown()
+
+
+# ---------------------------------------------------------------- endpoint-probe
+
+PROGRESS_PATTERNS = [
+    r"Loading safetensors checkpoint shards:.*",
+    r"Loading weights took .*",
+    r"Model loading took .*",
+    r"Available KV cache memory: .*",
+    r"GPU KV cache size: .*",
+    r"Maximum concurrency for .*",
+    r"Capturing CUDA graphs.*",
+    r"Graph capturing finished .*",
+    r"Starting vLLM API server .*",
+]
+
+
+def read_log(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def last_progress(log):
+    found = None
+    for line in normalise_log(log).splitlines():
+        for pattern in PROGRESS_PATTERNS:
+            m = re.search(pattern, line)
+            if m:
+                found = m.group(0)[:160]
+    return found
+
+
+def process_state(pid_file):
+    pid = read_file(pid_file)
+    if not pid or not pid.isdigit():
+        return None, "no pid file"
+    stat = read_file("/proc/%s/stat" % pid)
+    if stat is None:
+        return int(pid), "exited"
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return int(pid), "exited" if state in ("Z", "X") else "running"
+
+
+def http(method, url, key=None, body=None, timeout=5):
+    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+    req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as e:
+        return None, str(e)
+
+
+def failure_report(args, headline, log):
+    where = "%s:%s" % (args["host"], args["log"])
+    found = diagnose(log) if log else None
+    lines = [headline]
+    if found:
+        lines += ["kind: " + found["kind"], "root cause: " + found["line"], "hint: " + found["hint"],
+                  "full log: " + where, "context:"]
+        lines += ["  " + l for l in context_around(log, found["line"])]
+    else:
+        tail = [l for l in normalise_log(log).splitlines() if l.strip()][-15:]
+        lines += ["no known root cause found in the log; full log: " + where, "last lines:"] + ["  " + l for l in tail]
+    return lines
+
+
+def endpoint_probe(args):
+    key = sys.stdin.readline().strip()
+    base = "http://127.0.0.1:%d" % args["port"]
+    started = time.time()
+    deadline = started + args["timeoutSeconds"]
+    next_progress = started + PROGRESS_EVERY
+    while True:
+        status, _ = http("GET", base + "/health", timeout=2)
+        if status == 200:
+            break
+        pid, state = process_state(args["pidFile"])
+        if state != "running":
+            # Let the last lines of a dying process reach the log.
+            time.sleep(0.2)
+            fail(failure_report(args, "vllm serve on %s exited %d s after the probe started (pid %s)"
+                                % (args["host"], time.time() - started, pid), read_log(args["log"])))
+        now = time.time()
+        if now >= deadline:
+            fail(failure_report(args, "vllm serve on %s did not become healthy within %d s (still running: hung or "
+                                "too slow; raise spark-vllm:probes.endpointTimeoutSeconds if it was still making progress)"
+                                % (args["host"], args["timeoutSeconds"]), read_log(args["log"])))
+        if now >= next_progress:
+            say("waiting for vLLM /health on %s:%d, %d s; last progress: %s"
+                % (args["host"], args["port"], now - started, last_progress(read_log(args["log"])) or "none yet"))
+            next_progress = now + PROGRESS_EVERY
+        time.sleep(args["intervalSeconds"])
+    ready = round(time.time() - started, 1)
+    status, body = http("GET", base + "/v1/models", key)
+    if status != 200:
+        fail(["/v1/models answered %s with the API key: %s" % (status, body[:300])])
+    names = [m.get("id") for m in json.loads(body).get("data", [])]
+    if args["servedName"] not in names:
+        fail(["/v1/models lists %s, not %s: check spark-vllm:model.servedName" % (names, args["servedName"])])
+    status, body = http("POST", base + "/v1/completions", key,
+                        {"model": args["servedName"], "prompt": "ping", "max_tokens": 1}, timeout=60)
+    if status != 200:
+        fail(["a one-token completion failed with %s: %s" % (status, body[:300])])
+    _, version = http("GET", base + "/version")
+    try:
+        version = json.loads(version).get("version")
+    except ValueError:
+        version = None
+    say(json.dumps({"secondsToReady": ready, "vllmVersion": version, "model": args["servedName"]}, sort_keys=True))
+
+
+COMMANDS = {"preflight": preflight, "compat": compat, "ray-probe": ray_probe, "endpoint-probe": endpoint_probe}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:
+        fail(["usage: spark_vllm_tools.py %s 'JSON'" % "|".join(COMMANDS)])
+    COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))

@@ -1,0 +1,87 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+import * as remote from "@pulumi/command/remote";
+import { ClusterSpec } from "./spec";
+import { ClusterPlan, planCluster } from "./plan";
+import { deferred } from "./connection";
+import { SparkHost } from "./sparkHost";
+import { VllmContainer } from "./vllmContainer";
+import { RayHead } from "./rayHead";
+import { RayWorker } from "./rayWorker";
+import { ModelEndpoint } from "./modelEndpoint";
+
+export interface SparkClusterArgs {
+    /** The validated stack config (from `parseSpec`). */
+    spec: ClusterSpec;
+    /** SSH private key for remote commands. Default: the ssh-agent at SSH_AUTH_SOCK. */
+    sshPrivateKey?: pulumi.Input<string>;
+    /** API key the endpoint requires. Default: a generated 40-character RandomPassword. */
+    apiKey?: pulumi.Input<string>;
+    /** Keep the image on the hosts when the stack is destroyed. Default: true. */
+    keepImage?: boolean;
+}
+
+/** Two or more DGX Sparks serving one model through vLLM over Ray. */
+export class SparkCluster extends pulumi.ComponentResource {
+    readonly plan: ClusterPlan;
+    readonly hosts: SparkHost[];
+    readonly containers: VllmContainer[];
+    readonly rayHead: RayHead;
+    readonly rayWorkers: RayWorker[];
+    readonly model: ModelEndpoint;
+    /** http://<head ssh host>:<port>/v1 */
+    readonly endpoint: pulumi.Output<string>;
+    readonly modelName: pulumi.Output<string>;
+    readonly apiKey: pulumi.Output<string>;
+    /** Preflight facts per host name. */
+    readonly hostFacts: pulumi.Output<Record<string, Record<string, unknown>>>;
+
+    constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:SparkCluster", name, {}, opts);
+        const plan = (this.plan = planCluster(args.spec));
+        const apiKey = args.apiKey ?? new random.RandomPassword(`${name}-api-key`, { length: 40, special: false }, { parent: this }).result;
+        this.apiKey = pulumi.secret(pulumi.output(apiKey));
+
+        this.hosts = plan.hosts.map(h => new SparkHost(`${name}-${h.host.name}`, { plan: h, sshPrivateKey: args.sshPrivateKey }, { parent: this }));
+        this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
+            plan: h.container,
+            provider: this.hosts[i].provider,
+            keepImage: args.keepImage,
+        }, { parent: this, dependsOn: [this.hosts[i].preflight] }));
+
+        const head = this.hosts[0];
+        const headContainer = this.containers[0].container;
+        const workers = deferred<remote.Command[]>();
+        const rayReady = deferred<remote.Command>();
+        this.model = new ModelEndpoint(`${name}-model`, {
+            plan,
+            connection: head.connection,
+            container: headContainer,
+            apiKey: this.apiKey,
+            rayReady: rayReady.promise,
+        }, { parent: this });
+        this.rayHead = new RayHead(`${name}-ray-head`, {
+            plan: plan.head,
+            probe: plan.rayProbe,
+            connection: head.connection,
+            container: headContainer,
+            after: [this.model.compat],
+            workers: workers.promise,
+        }, { parent: this });
+        this.rayWorkers = plan.hosts.slice(1).map((h, i) => new RayWorker(`${name}-ray-${h.host.name}`, {
+            plan: h,
+            connection: this.hosts[i + 1].connection,
+            container: this.containers[i + 1].container,
+            head: this.rayHead.launch,
+        }, { parent: this }));
+        workers.resolve(this.rayWorkers.map(w => w.launch));
+        rayReady.resolve(this.rayHead.probe);
+
+        // Resolve only once the endpoint probe has proven a completion works.
+        this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
+        this.modelName = this.model.probe.stdout.apply(() => plan.modelName);
+        this.hostFacts = pulumi.all(this.hosts.map(h => h.facts)).apply(facts =>
+            Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, facts[i]])));
+        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts });
+    }
+}

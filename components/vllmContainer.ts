@@ -1,0 +1,50 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as docker from "@pulumi/docker";
+import { ContainerPlan } from "./plan";
+
+export interface VllmContainerArgs {
+    /** The container's plan (from `planCluster`). */
+    plan: ContainerPlan;
+    /** The host's Docker provider (from `SparkHost`). */
+    provider: docker.Provider;
+    /** Keep the image on the host when the stack is destroyed. Default: true (vLLM images are tens of GB). */
+    keepImage?: boolean;
+}
+
+/** The pinned image and the idle container that holds one host's GPUs, fabric and environment. */
+export class VllmContainer extends pulumi.ComponentResource {
+    readonly image: docker.RemoteImage;
+    readonly container: docker.Container;
+
+    constructor(name: string, args: VllmContainerArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:VllmContainer", name, {}, opts);
+        const { plan, provider } = args;
+        this.image = new docker.RemoteImage(`${name}-image`, {
+            name: plan.image,
+            platform: plan.platform,
+            keepLocally: args.keepImage ?? true,
+        }, { parent: this, provider });
+        this.container = new docker.Container(`${name}-container`, {
+            name: plan.name,
+            image: this.image.repoDigest,
+            entrypoints: plan.entrypoint,
+            command: plan.command,
+            envs: plan.env.map(([k, v]) => `${k}=${v}`),
+            networkMode: plan.networkMode,
+            ipcMode: plan.ipcMode,
+            gpus: plan.gpus,
+            init: plan.init,
+            shmSize: plan.shmSizeMb,
+            ulimits: plan.ulimits,
+            capabilities: { adds: plan.capabilities },
+            devices: plan.devices,
+            mounts: plan.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
+            labels: plan.labels.map(([label, value]) => ({ label, value })),
+            restart: "no",
+            mustRun: true,
+            // Ray and vLLM run under docker exec; stop them quickly when the container goes.
+            destroyGraceSeconds: 30,
+        }, { parent: this, provider, deleteBeforeReplace: true });
+        this.registerOutputs({ repoDigest: this.image.repoDigest, containerId: this.container.id });
+    }
+}

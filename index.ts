@@ -1,0 +1,17 @@
+// The program: stack config → SparkCluster → outputs.
+import * as pulumi from "@pulumi/pulumi";
+import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig } from "./components";
+
+const config = new pulumi.Config(CONFIG_NAMESPACE);
+// Throws SpecError listing every problem with its key path before any resource exists.
+const spec = parseSpec(readConfig(config));
+
+const cluster = new SparkCluster("spark", {
+    spec,
+    sshPrivateKey: config.getSecret("sshPrivateKey"),
+});
+
+export const endpoint = cluster.endpoint;
+export const modelName = cluster.modelName;
+export const apiKey = cluster.apiKey;
+export const hosts = cluster.hostFacts;

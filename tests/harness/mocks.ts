@@ -1,0 +1,43 @@
+// Test helper: evaluates the program with recording mocks in a child process.
+import { execFileSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as yaml from "js-yaml";
+
+export interface RecordedResource {
+    type: string;
+    name: string;
+    inputs: Record<string, any>;
+    provider?: string;
+}
+
+export interface Evaluation {
+    resources: RecordedResource[];
+    outputs?: Record<string, any>;
+    error?: string;
+}
+
+const ROOT = path.join(__dirname, "..", "..");
+
+export function evaluateWithMocks(config: Record<string, unknown>, opts: { stack?: string; preview?: boolean } = {}): Evaluation {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-eval-"));
+    try {
+        const request = path.join(dir, "request.json");
+        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false }));
+        const out = execFileSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
+            cwd: ROOT,
+            encoding: "utf8",
+            maxBuffer: 256 * 1024 * 1024,
+        });
+        return JSON.parse(out);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+/** The `config:` map of a committed Pulumi.<stack>.yaml. */
+export function stackConfig(stack: string): Record<string, unknown> {
+    const doc = yaml.load(fs.readFileSync(path.join(ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
+    return doc.config;
+}

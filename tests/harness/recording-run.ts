@@ -1,0 +1,50 @@
+// Child process: evaluates the program with mocks that only record what is registered.
+// argv[2]: JSON { stack, config, preview }. Prints JSON { resources, outputs } or { error }.
+import * as fs from "fs";
+import { evaluate } from "./evaluate";
+
+interface Recorded {
+    type: string;
+    name: string;
+    inputs: Record<string, any>;
+    provider?: string;
+}
+
+const resources: Recorded[] = [];
+
+function fakeState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
+    switch (type) {
+        case "random:index/randomPassword:RandomPassword":
+            return { ...inputs, result: "GENERATED-API-KEY-0123456789abcdefghijklmn" };
+        case "docker:index/remoteImage:RemoteImage":
+            return { ...inputs, repoDigest: inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
+        case "command:remote:Command":
+            return { ...inputs, stdout: name.endsWith("-preflight") ? JSON.stringify({ host: name, arch: "aarch64" }) : "", stderr: "" };
+        default:
+            return inputs;
+    }
+}
+
+async function main(): Promise<void> {
+    const request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+    try {
+        const outputs = await evaluate({
+            stack: request.stack,
+            config: request.config,
+            preview: request.preview,
+            secretKeys: request.secretKeys,
+            mocks: {
+                newResource(args) {
+                    resources.push({ type: args.type, name: args.name, inputs: args.inputs, provider: args.provider });
+                    return { id: `${args.name}-id`, state: fakeState(args.type, args.name, args.inputs) };
+                },
+                call: args => args.inputs,
+            },
+        });
+        process.stdout.write(JSON.stringify({ resources, outputs }));
+    } catch (err) {
+        process.stdout.write(JSON.stringify({ error: err instanceof Error ? err.message : String(err), resources }));
+    }
+}
+
+main();
