@@ -1,0 +1,311 @@
+// CrossGuard rules for spark-vllm, importable without starting a policy pack (index.ts does that).
+// They read the provider resources the components create (see components/plan.ts):
+//   docker:index/remoteImage:RemoteImage  one per host, `name` = the configured image reference
+//   docker:index/container:Container      one per host, host network/IPC, fabric environment, labels
+//   command:remote:Command                `ray start …`, the compat check, `vllm serve …` (key via stdin)
+// Policies see inputs, never secret plaintext reliably, and unknown values at preview as the
+// engine's unknown sentinel; every rule treats that sentinel as "not known yet" and stays quiet.
+import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/catalog";
+import { MEMORY_DEFAULTS, MemoryOptions, planMemory } from "../components/memory";
+import { parseImageRef } from "../components/spec";
+
+export const CONTAINER = "docker:index/container:Container";
+export const REMOTE_IMAGE = "docker:index/remoteImage:RemoteImage";
+export const COMMAND = "command:remote:Command";
+/** What the Pulumi engine sends for values not known until apply. */
+export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
+type Props = Record<string, any>;
+type Res = Pick<PolicyResource, "type" | "props" | "urn" | "name">;
+
+const known = (v: unknown): boolean => v !== undefined && v !== null && v !== UNKNOWN;
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== UNKNOWN ? v : undefined);
+
+/** All command text of a remote.Command (create, update, delete). */
+export function commandText(props: Props): string {
+    return ["create", "update", "delete"].map(k => str(props[k])).filter(Boolean).join("\n");
+}
+
+/** A Container's `envs` ("K=V" strings) as a map; unknown entries are skipped. */
+export function envMap(props: Props): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const e of Array.isArray(props.envs) ? props.envs : []) {
+        const s = str(e);
+        const i = s?.indexOf("=") ?? -1;
+        if (s && i > 0) out.set(s.slice(0, i), s.slice(i + 1));
+    }
+    return out;
+}
+
+function label(props: Props, name: string): string | undefined {
+    const l = (Array.isArray(props.labels) ? props.labels : []).find((x: any) => x?.label === name);
+    return str(l?.value);
+}
+
+/** The value of `--flag V` or `--flag=V` in shell text (quotes stripped); undefined if absent. */
+export function flagValue(text: string, flag: string): string | undefined {
+    const m = new RegExp(`(?:^|[\\s'"])${flag.replace(/[-]/g, "\\-")}(?:=|\\s+)['"]?([^\\s'"]+)`).exec(text);
+    return m?.[1];
+}
+
+const isServe = (text: string) => /\bvllm serve\s/.test(text);
+const isRayHead = (text: string) => /\bray start\b[^\n]*\s--head\b/.test(text);
+const servedModel = (text: string) => /\bvllm serve\s+['"]?([^\s'"]+)/.exec(text)?.[1];
+
+/**
+ * The interface "family". Mellanox/NVIDIA mlx5 netdevs are named by PCIe function and physical port
+ * (`enp1s0f1np1`, its twin `enP2p1s0f1np1`, or the other port `enp1s0f0np0`): all of those are the
+ * ConnectX-7 fabric and may be mixed across hosts (cables can join port 0 to port 1). Any other name
+ * (`enP7s7` is the Spark's 10 GbE port, `eth0`, `wlP9s9`) is its own family: every host must use it.
+ */
+export function interfaceFamily(iface: string): string {
+    return /^en.*f\d+np\d+$/.test(iface) ? "connectx" : iface;
+}
+
+const FABRIC_VARS = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include"];
+
+/** vLLM version the image carries, when known at preview: declared (compat command) first, then a 0.x image tag. */
+export function knownVllmVersion(resources: Res[]): { version: string; from: string } | undefined {
+    for (const r of resources.filter(r => r.type === COMMAND)) {
+        const m = /(?:declaredVllmVersion|spark-vllm:vllm\.version|vllm\.version)\\?["']?\s*[:=]\s*\\?["']?(v?\d+\.\d+(?:\.\d+)?[0-9A-Za-z.+-]*)/.exec(commandText(r.props));
+        if (m) return { version: m[1], from: "the declared spark-vllm:vllm.version" };
+    }
+    for (const r of resources.filter(r => r.type === REMOTE_IMAGE)) {
+        const ref = str(r.props.name);
+        const tag = ref ? parseImageRef(ref)?.tag : undefined;
+        // vLLM releases are 0.x; NGC's YY.MM-py3 tags are container releases, not vLLM versions.
+        if (tag && /^v?0\.\d+(\.\d+)?($|[-+._a-z])/.test(tag) && parseVersion(tag)) return { version: tag, from: `the image tag ${ref}` };
+    }
+    return undefined;
+}
+
+const byType = (resources: Res[], type: string) => resources.filter(r => r.type === type);
+const serveCommands = (resources: Res[]) => byType(resources, COMMAND).filter(r => isServe(commandText(r.props)));
+
+/** The memory planner's input, rebuilt from the resources: hosts from container labels, settings from `vllm serve`. */
+export function memoryInputFrom(resources: Res[]) {
+    const serve = serveCommands(resources)[0];
+    if (!serve) return undefined;
+    const text = commandText(serve.props);
+    const num = (flag: string) => (flagValue(text, flag) !== undefined ? Number(flagValue(text, flag)) : undefined);
+    const containers = byType(resources, CONTAINER);
+    return {
+        modelId: servedModel(text),
+        hosts: containers.map(c => ({ name: label(c.props, "spark-vllm.host") ?? c.name, gpus: Number(label(c.props, "spark-vllm.gpus") ?? 1) })),
+        vllm: {
+            tensorParallelSize: num("--tensor-parallel-size") ?? num("-tp") ?? 1,
+            pipelineParallelSize: num("--pipeline-parallel-size") ?? num("-pp") ?? 1,
+            gpuMemoryUtilization: num("--gpu-memory-utilization") ?? 0.9, // vLLM's own default
+            maxModelLen: num("--max-model-len"),
+        },
+        urn: serve.urn,
+    };
+}
+
+export const MEMORY_CONFIG_SCHEMA = {
+    properties: {
+        usableGiB: { type: "number" as const, default: MEMORY_DEFAULTS.usableGiB, description: "CUDA-visible memory per GB10 in GiB" },
+        reserveGiB: { type: "number" as const, default: MEMORY_DEFAULTS.reserveGiB, description: "activation and runtime reserve per GPU in GiB" },
+        minHostHeadroomGiB: { type: "number" as const, default: MEMORY_DEFAULTS.minHostHeadroomGiB, description: "least memory left to the OS, Docker and Ray in GiB" },
+    },
+};
+
+function memoryPlanFor(resources: Res[], config: MemoryOptions) {
+    const input = memoryInputFrom(resources);
+    if (!input?.modelId || input.hosts.length === 0) return undefined;
+    const plan = planMemory(input, findModel(input.modelId), config);
+    return plan.kind === "plan" ? { plan, urn: input.urn } : undefined;
+}
+
+const SECRET_PATTERNS: Array<[RegExp, string]> = [
+    [/\bhf_[A-Za-z0-9]{30,}/, "a Hugging Face token (hf_…)"],
+    [/\bsk-[A-Za-z0-9_-]{20,}/, "an API key (sk-…)"],
+    [/--api-key(?:=|\s+)(?!['"]?\$)['"]?[^\s'"$]+/, "a literal --api-key"],
+    [/\b(?:HF_TOKEN|HUGGING_FACE_HUB_TOKEN|VLLM_API_KEY)=(?!['"]?\$)['"]?[^\s'"$;)]+/, "a literal token assignment"],
+];
+
+/** The first secret-looking value in TEXT: what it looks like, never the value itself. */
+export function findSecret(text: string): string | undefined {
+    for (const [re, what] of SECRET_PATTERNS) if (re.test(text)) return what;
+    return undefined;
+}
+
+export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> = [
+    {
+        name: "image-pinned-by-digest",
+        description: "Every host pulls the vLLM image by digest (repo[:tag]@sha256:…), so a retag cannot change what runs.",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== REMOTE_IMAGE) return;
+            const name = str(args.props.name);
+            if (name !== undefined && !parseImageRef(name)?.digest)
+                report(`image "${name}" is not pinned by digest. Remediation: set spark-vllm:image to ${name.replace(/@.*$/, "")}@sha256:<digest> (docker buildx imagetools inspect ${name} prints it).`);
+        },
+    },
+    {
+        name: "same-image-on-every-host",
+        description: "All hosts run the same image: mixed vLLM versions across Ray nodes fail at load with misleading errors.",
+        enforcementLevel: "mandatory",
+        validateStack: (args, report) => {
+            const names = new Set(byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).filter((n): n is string => !!n));
+            if (names.size > 1) report(`hosts use different images: ${[...names].join(", ")}. Remediation: use one spark-vllm:image for every host.`);
+            const digests = new Set(byType(args.resources, CONTAINER).map(r => str(r.props.image)).filter((n): n is string => !!n));
+            if (digests.size > 1) report(`containers run different image digests: ${[...digests].join(", ")}. Remediation: pull the same pinned image on every host and recreate the containers.`);
+        },
+    },
+    {
+        name: "parallelism-matches-gpus",
+        description: "TP × PP equals the GPUs of all hosts, and TP divides the model's attention heads.",
+        enforcementLevel: "mandatory",
+        validateStack: (args, report) => {
+            const input = memoryInputFrom(args.resources);
+            if (!input || input.hosts.length === 0) return;
+            const { tensorParallelSize: tp, pipelineParallelSize: pp } = input.vllm;
+            const gpus = input.hosts.reduce((n, h) => n + h.gpus, 0);
+            if (tp * pp !== gpus)
+                report(`vllm serve uses TP × PP = ${tp} × ${pp} = ${tp * pp} GPUs but the hosts have ${gpus}. Remediation: set spark-vllm:vllm.tensorParallelSize × pipelineParallelSize to ${gpus}, or change the hosts.`, input.urn);
+            const model = input.modelId ? findModel(input.modelId) : undefined;
+            if (model && model.attentionHeads % tp !== 0)
+                report(`${model.id} has ${model.attentionHeads} attention heads, not divisible by TP=${tp}. Remediation: choose a tensorParallelSize that divides ${model.attentionHeads} (use pipelineParallelSize for the rest).`, input.urn);
+        },
+    },
+    {
+        name: "model-weights-fit",
+        description: "The model's weights (per GPU, plus the runtime reserve) fit vLLM's share of a Spark's memory.",
+        enforcementLevel: "mandatory",
+        configSchema: MEMORY_CONFIG_SCHEMA,
+        validateStack: (args, report) => {
+            const m = memoryPlanFor(args.resources, args.getConfig<MemoryOptions>());
+            if (m && !m.plan.weightsFit) report(`${m.plan.modelId}: ${m.plan.problems[0]}.`, m.urn);
+        },
+    },
+    {
+        name: "kv-cache-and-host-headroom",
+        description: "max-model-len fits the KV cache left after weights, and each host keeps enough memory for the OS, Docker and Ray.",
+        enforcementLevel: "advisory",
+        configSchema: MEMORY_CONFIG_SCHEMA,
+        validateStack: (args, report) => {
+            const m = memoryPlanFor(args.resources, args.getConfig<MemoryOptions>());
+            if (!m) return;
+            if (m.plan.weightsFit && !m.plan.maxModelLenFits) report(`${m.plan.modelId}: ${m.plan.problems[0]}.`, m.urn);
+            if (!m.plan.hostHeadroomOk) report(`${m.plan.problems[m.plan.problems.length - 1]}.`, m.urn);
+        },
+    },
+    {
+        name: "vllm-supports-architecture",
+        description: "The image's vLLM knows the model's architecture, wherever the vLLM version is known at preview.",
+        enforcementLevel: "mandatory",
+        validateStack: (args, report) => {
+            const serve = serveCommands(args.resources)[0];
+            const model = serve ? findModel(servedModel(commandText(serve.props)) ?? "") : undefined;
+            const v = knownVllmVersion(args.resources);
+            if (!serve || !model || !v) return;
+            if (supportsArchitecture(v.version, model.architecture) === false)
+                report(`vLLM ${v.version} (from ${v.from}) does not know ${model.architecture}, the architecture of ${model.id}; it fails with "Model architectures ['${model.architecture}'] failed to be inspected" or "are not supported". Remediation: use an image with vLLM >= ${firstVllmVersionFor(model.architecture)} and set spark-vllm:vllm.version to match.`, serve.urn);
+        },
+    },
+    {
+        name: "container-host-network-and-ipc",
+        description: "vLLM/Ray containers use the host network (NCCL and Ray bind the fabric address) and host IPC (shared memory between workers).",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== CONTAINER) return;
+            for (const key of ["networkMode", "ipcMode"]) {
+                const v = args.props[key];
+                if (v === UNKNOWN) continue;
+                if (v !== "host") report(`container ${args.name}: ${key} is ${v === undefined ? "unset" : `"${v}"`}, not "host". Remediation: set ${key}: "host" (the planner always does; do not override it).`);
+            }
+        },
+    },
+    {
+        name: "container-fabric-environment",
+        description: "Every container sets VLLM_HOST_IP and the NCCL/Gloo socket interfaces, all in one interface family.",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== CONTAINER || !known(args.props.envs)) return;
+            const env = envMap(args.props);
+            for (const k of ["VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"])
+                if (!env.get(k)) report(`container ${args.name} does not set ${k}. Remediation: set the host's fabric.interface and fabric.address; Ray cannot pass environment to workers at serve time.`);
+            const families = new Set(FABRIC_VARS.filter(k => env.get(k)).map(k => interfaceFamily(env.get(k)!)));
+            if (families.size > 1)
+                report(`container ${args.name} mixes interfaces (${FABRIC_VARS.filter(k => env.get(k)).map(k => `${k}=${env.get(k)}`).join(", ")}). Remediation: point every *_IFNAME variable at the ConnectX-7 fabric interface.`);
+        },
+    },
+    {
+        name: "fabric-interface-family",
+        description: "All hosts use the same interface family for NCCL/Gloo (ConnectX-7 mlx5 netdevs, or one identical other interface), each with its own VLLM_HOST_IP.",
+        enforcementLevel: "mandatory",
+        validateStack: (args, report) => {
+            const containers = byType(args.resources, CONTAINER).filter(c => known(c.props.envs));
+            const fam = new Map<string, string[]>();
+            const ips = new Map<string, string[]>();
+            for (const c of containers) {
+                const env = envMap(c.props);
+                const iface = env.get("NCCL_SOCKET_IFNAME");
+                if (iface) fam.set(interfaceFamily(iface), [...(fam.get(interfaceFamily(iface)) ?? []), `${c.name}=${iface}`]);
+                const ip = env.get("VLLM_HOST_IP");
+                if (ip) ips.set(ip, [...(ips.get(ip) ?? []), c.name]);
+            }
+            if (fam.size > 1)
+                report(`hosts use different interface families for NCCL: ${[...fam.values()].flat().join(", ")} (enP7s7 is the 10 GbE port, not the fabric). Remediation: set every host's fabric.interface to its ConnectX-7 netdev (enp1s0f…np…).`);
+            for (const [ip, names] of ips)
+                if (names.length > 1) report(`containers ${names.join(", ")} share VLLM_HOST_IP=${ip}. Remediation: give each host its own fabric.address.`);
+        },
+    },
+    {
+        name: "endpoint-requires-api-key",
+        description: "vllm serve requires an API key, read from stdin into VLLM_API_KEY (never in command text).",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== COMMAND) return;
+            const text = commandText(args.props);
+            if (!isServe(text)) return;
+            const reads = /\bread\b[^\n]*\bVLLM_API_KEY\b/.test(text);
+            const stdin = args.props.stdin;
+            if (!reads || stdin === undefined || stdin === null || stdin === "")
+                report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan.ts does).`);
+        },
+    },
+    {
+        name: "ray-dashboard-loopback",
+        description: "Ray has no authentication: the head's dashboard (which runs jobs) binds to 127.0.0.1 only.",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== COMMAND) return;
+            const text = commandText(args.props);
+            if (!isRayHead(text) || /--include-dashboard(?:=|\s+)['"]?false/.test(text)) return;
+            const host = flagValue(text, "--dashboard-host");
+            if (!host || !["127.0.0.1", "localhost", "::1"].includes(host))
+                report(`ray start --head ${host ? `binds the dashboard to ${host}` : "has no --dashboard-host, so the dashboard listens on all interfaces"}; anyone who reaches it can run code on every host. Remediation: pass --dashboard-host=127.0.0.1 (use an SSH tunnel to view it).`);
+        },
+    },
+    {
+        name: "no-privileged-containers",
+        description: "Containers get GPUs, /dev/infiniband and IPC_LOCK explicitly; privileged mode is never needed.",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type === CONTAINER && args.props.privileged === true)
+                report(`container ${args.name} is privileged. Remediation: remove privileged; use gpus: "all", devices: [/dev/infiniband] and capabilities.adds: ["IPC_LOCK"] with memlock unlimited.`);
+        },
+    },
+    {
+        name: "no-secrets-in-text",
+        description: "No token or key appears in command text, container arguments or environment: they show in diffs, logs and errors.",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            const p = args.props;
+            const parts: string[] = [];
+            if (args.type === COMMAND) {
+                parts.push(commandText(p));
+                if (p.environment && typeof p.environment === "object")
+                    parts.push(...Object.entries(p.environment).map(([k, v]) => `${k}=${str(v) ?? ""}`));
+            } else if (args.type === CONTAINER) {
+                for (const k of ["command", "entrypoints", "envs"]) if (Array.isArray(p[k])) parts.push(p[k].map((x: unknown) => str(x) ?? "").join(" "));
+            } else return;
+            const what = findSecret(parts.join("\n"));
+            if (what)
+                report(`${args.name} contains ${what} in its text. Remediation: pass secrets through stdin (spark-vllm:hfToken / the generated apiKey), never in commands, arguments or environment; rotate the exposed value.`);
+        },
+    },
+];
