@@ -1,3 +1,4 @@
+import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { types } from "@pulumi/command";
 import * as remote from "@pulumi/command/remote";
@@ -29,6 +30,8 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         super("spark-vllm:index:ModelEndpoint", name, {}, opts);
         const { plan, connection } = args;
         const keyLine = pulumi.secret(pulumi.output(args.apiKey).apply(k => `${k}\n`));
+        // A new key must relaunch vLLM; a digest carries that change without the key itself.
+        const keyDigest = pulumi.output(args.apiKey).apply(k => crypto.createHash("sha256").update(k).digest("hex").slice(0, 16));
         this.compat = new remote.Command(`${name}-compat`, {
             connection,
             create: plan.compat.create,
@@ -40,7 +43,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
             create: plan.vllmLaunch.create,
             delete: plan.vllmLaunch.delete,
             stdin: keyLine,
-            triggers: [plan.vllmLaunch.create, rayReady.apply(r => r.id), keyLine],
+            triggers: [plan.vllmLaunch.create, rayReady.apply(r => r.id), keyDigest],
         }, { parent: this, dependsOn: rayReady.apply(r => [r, this.compat]), deleteBeforeReplace: true });
         this.probe = new remote.Command(`${name}-probe`, {
             connection,

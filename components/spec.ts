@@ -279,9 +279,20 @@ function editDistance(a: string, b: string): number {
     return dp[a.length][b.length];
 }
 
-function parseHost(r: Reader, raw: unknown, path: string): HostSpec | undefined {
+/** A host as far as it parsed: uniqueness and GPU checks still run on the parts that did. */
+interface ParsedHost {
+    index: number;
+    host?: HostSpec;
+    name?: string;
+    address?: string;
+    sshTarget?: string;
+    gpus?: number;
+}
+
+function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
+    const path = `hosts[${index}]`;
     const obj = r.object(raw, path, true);
-    if (!obj) return undefined;
+    if (!obj) return { index };
     r.unknownKeys(obj, path, ["name", "ssh", "fabric", "gpus", "platform"]);
     const name = r.string(obj, "name", path);
     if (name !== undefined && !HOST_NAME.test(name)) r.problem(`${path}.name`, `"${name}" must use only a-z, 0-9 and -, and start and end with a letter or digit`);
@@ -311,8 +322,9 @@ function parseHost(r: Reader, raw: unknown, path: string): HostSpec | undefined 
     const platform = r.string(obj, "platform", path, "linux/arm64");
     if (platform !== undefined && !/^linux\/(arm64|amd64)$/.test(platform)) r.problem(`${path}.platform`, `must be linux/arm64 or linux/amd64, got "${platform}"`);
 
-    if ([name, sshHost, user, port, iface, address, hcas, gpus, platform].some(v => v === undefined)) return undefined;
-    return { name: name!, ssh: { host: sshHost!, user: user!, port: port! }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! };
+    const parsed: ParsedHost = { index, name, address, sshTarget: sshHost && `${sshHost}:${port ?? 22}`, gpus };
+    if ([name, sshHost, user, port, iface, address, hcas, gpus, platform].some(v => v === undefined)) return parsed;
+    return { ...parsed, host: { name: name!, ssh: { host: sshHost!, user: user!, port: port! }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! } };
 }
 
 function parseAbsolutePath(r: Reader, obj: Obj | undefined, key: string, path: string, fallback?: string): string | undefined {
@@ -332,23 +344,16 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     // unknownKeys names root keys as ":.key"; tidy that form.
     r.problems.forEach((p, i) => (r.problems[i] = p.replace(`${CONFIG_NAMESPACE}:.`, `${CONFIG_NAMESPACE}:`)));
 
-    const hosts: HostSpec[] = [];
-    const hostIndex: number[] = [];
+    let parsedHosts: ParsedHost[] = [];
     const rawHosts = root.hosts;
     if (rawHosts === undefined || rawHosts === null) r.problem("hosts", "missing; list at least one host (the first is the Ray head)");
     else if (!Array.isArray(rawHosts)) r.problem("hosts", `must be a list of hosts, got ${describe(rawHosts)}`);
     else if (rawHosts.length === 0) r.problem("hosts", "is empty; list at least one host (the first is the Ray head)");
-    else rawHosts.forEach((h, i) => {
-        const host = parseHost(r, h, `hosts[${i}]`);
-        if (host) {
-            hosts.push(host);
-            hostIndex.push(i);
-        }
-    });
-    const parsedAllHosts = Array.isArray(rawHosts) && hosts.length === rawHosts.length;
-    checkUnique(r, hosts, hostIndex, h => h.name, "name", "host names must be unique");
-    checkUnique(r, hosts, hostIndex, h => h.fabric.address, "fabric.address", "every host needs its own fabric address");
-    checkUnique(r, hosts, hostIndex, h => `${h.ssh.host}:${h.ssh.port}`, "ssh.host", "two hosts reach the same machine over SSH");
+    else parsedHosts = rawHosts.map((h, i) => parseHost(r, h, i));
+    const hosts = parsedHosts.flatMap(p => (p.host ? [p.host] : []));
+    checkUnique(r, parsedHosts, p => p.name, "name", "host names must be unique");
+    checkUnique(r, parsedHosts, p => p.address, "fabric.address", "every host needs its own fabric address");
+    checkUnique(r, parsedHosts, p => p.sshTarget, "ssh.host", "two hosts reach the same machine over SSH");
 
     let image: ImageRef | undefined;
     const rawImage = root.image;
@@ -375,10 +380,11 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
     r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version"]);
-    const totalGpus = hosts.reduce((n, h) => n + h.gpus, 0);
+    const gpusKnown = parsedHosts.length > 0 && parsedHosts.every(p => p.gpus !== undefined);
+    const totalGpus = parsedHosts.reduce((n, p) => n + (p.gpus ?? 0), 0);
     const pp = r.integer(vllm, "pipelineParallelSize", "vllm", 1, 64, 1);
     const tp = r.integer(vllm, "tensorParallelSize", "vllm", 1, 64, pp && totalGpus ? Math.max(1, Math.floor(totalGpus / pp)) : 1);
-    if (tp !== undefined && pp !== undefined && parsedAllHosts && tp * pp !== totalGpus)
+    if (tp !== undefined && pp !== undefined && gpusKnown && tp * pp !== totalGpus)
         r.problem("vllm.tensorParallelSize", `TP × PP = ${tp} × ${pp} = ${tp * pp}, but the hosts have ${totalGpus} GPU${totalGpus === 1 ? "" : "s"} in all; set TP × PP to ${totalGpus} or change the hosts`);
     const port = r.integer(vllm, "port", "vllm", 1, 65535, 8000);
     let gmu: number | undefined = 0.85;
@@ -426,13 +432,13 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     };
 }
 
-function checkUnique(r: Reader, hosts: HostSpec[], index: number[], key: (h: HostSpec) => string, field: string, why: string): void {
+function checkUnique(r: Reader, hosts: ParsedHost[], key: (h: ParsedHost) => string | undefined, field: string, why: string): void {
     const seen = new Map<string, number>();
-    hosts.forEach((h, n) => {
+    for (const h of hosts) {
         const k = key(h);
+        if (k === undefined) continue;
         const first = seen.get(k);
-        const i = index[n];
-        if (first === undefined) seen.set(k, i);
-        else r.problem(`hosts[${i}].${field}`, `"${k.replace(/:22$/, "")}" repeats hosts[${first}].${field}; ${why}`);
-    });
+        if (first === undefined) seen.set(k, h.index);
+        else r.problem(`hosts[${h.index}].${field}`, `"${k.replace(/:22$/, "")}" repeats hosts[${first}].${field}; ${why}`);
+    }
 }

@@ -1,5 +1,5 @@
 // Test helper: evaluates the program with recording mocks in a child process.
-import { execFileSync } from "child_process";
+import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -25,12 +25,14 @@ export function evaluateWithMocks(config: Record<string, unknown>, opts: { stack
     try {
         const request = path.join(dir, "request.json");
         fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false }));
-        const out = execFileSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
+        // A program error also exits non-zero, as `pulumi up` does; the JSON on stdout says what happened.
+        const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,
             encoding: "utf8",
             maxBuffer: 256 * 1024 * 1024,
         });
-        return JSON.parse(out);
+        if (!run.stdout) throw new Error(`the program evaluation printed nothing: ${run.stderr}`);
+        return JSON.parse(run.stdout);
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }

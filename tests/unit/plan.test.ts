@@ -1,0 +1,89 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { parseSpec } from "../../components/spec";
+import { planCluster, toolsProgram } from "../../components/plan";
+import { rawConfig } from "../fixtures";
+
+const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
+    const raw = rawConfig(n);
+    mutate(raw);
+    return planCluster(parseSpec(raw));
+};
+const env = (p: ReturnType<typeof plan>, i: number) => Object.fromEntries(p.hosts[i].container.env);
+
+test("each container carries its own fabric address and the fabric interface everywhere", () => {
+    const p = plan(4);
+    p.hosts.forEach((h, i) => {
+        const e = env(p, i);
+        assert.equal(e.VLLM_HOST_IP, `198.18.1.${i + 2}`);
+        assert.equal(e.RAY_NODE_IP_ADDRESS, `198.18.1.${i + 2}`);
+        for (const k of ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include"])
+            assert.equal(e[k], "enp1s0f1np1", k);
+        assert.equal(e.NCCL_IB_HCA, "rocep1s0f1,roceP2p1s0f1");
+        assert.equal(e.HF_HOME, "/root/.cache/huggingface");
+        assert.deepEqual(h.container.devices, [{ hostPath: "/dev/infiniband", containerPath: "/dev/infiniband" }]);
+        assert.deepEqual(h.container.ulimits.find(u => u.name === "memlock"), { name: "memlock", soft: -1, hard: -1 });
+        assert.equal(h.container.networkMode, "host");
+        assert.equal(h.container.ipcMode, "host");
+        assert.equal(h.container.name, `spark-vllm-spark-${"abcd"[i]}`);
+    });
+});
+
+test("TCP-only hosts disable IB and get no /dev/infiniband", () => {
+    const p = plan(2, raw => raw.hosts.forEach((h: any) => (h.fabric.hcas = [])));
+    assert.equal(env(p, 1).NCCL_IB_DISABLE, "1");
+    assert.equal(env(p, 1).NCCL_IB_HCA, undefined);
+    assert.deepEqual(p.hosts[1].container.devices, []);
+});
+
+test("ray start lines: the head binds its own address, workers point at the head's fabric address", () => {
+    const p = plan(3);
+    assert.deepEqual(p.hosts[0].rayStartArgv, ["ray", "start", "--head", "--port=6379", "--node-ip-address=198.18.1.2", "--num-gpus=1",
+        "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
+    for (const i of [1, 2]) {
+        assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
+        assert.match(p.hosts[i].rayLaunch.create, /timeout 120 docker exec spark-vllm-spark-[bc] ray start --address=198\.18\.1\.2:6379/);
+    }
+});
+
+test("the vllm serve line carries every configured flag, extra args quoted", () => {
+    const p = plan(2, raw => {
+        raw.vllm.extraArgs = ["--enable-prefix-caching", "--chat-template-content-format", "it's"];
+        raw.model.trustRemoteCode = true;
+    });
+    assert.deepEqual(p.vllmServeArgv, ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
+        "--tensor-parallel-size", "2", "--pipeline-parallel-size", "1", "--distributed-executor-backend", "ray",
+        "--host", "0.0.0.0", "--port", "8000", "--gpu-memory-utilization", "0.85", "--max-model-len", "32768",
+        "--trust-remote-code", "--enable-prefix-caching", "--chat-template-content-format", "it's"]);
+    assert.ok(p.vllmLaunch.create.includes(`it'"'"'"'"'"'"'"'"'s`), "nested quoting of a quote inside bash -c");
+    assert.equal(p.vllmLaunch.stdin, "apiKey");
+    assert.equal(p.endpointProbe.stdin, "apiKey");
+    assert.equal(p.endpoint, "http://198.18.0.2:8000/v1");
+});
+
+test("launches are detached, time-limited and have a delete", () => {
+    const p = plan(2);
+    const launches = [...p.hosts.map(h => h.rayLaunch), p.vllmLaunch];
+    for (const l of launches) {
+        assert.ok(l.delete, "every launch has a delete");
+        assert.match(l.create, /timeout \d+ /);
+    }
+    assert.match(p.vllmLaunch.create, /setsid vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null &/);
+    for (const c of [p.rayProbe, p.compat, p.endpointProbe, ...p.hosts.map(h => h.preflight)]) assert.match(c.create, /^timeout \d+ /);
+});
+
+test("the plan is deterministic and independent of object key order", () => {
+    const a = plan(3);
+    const b = plan(3, raw => {
+        raw.vllm = Object.fromEntries(Object.entries(raw.vllm).reverse());
+        raw.hosts = raw.hosts.map((h: object) => Object.fromEntries(Object.entries(h).reverse()));
+    });
+    assert.deepEqual(a, b);
+});
+
+test("the tools program holds the diagnosis catalog and compiles as Python", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const program = toolsProgram();
+    assert.match(program, /def diagnose\(/);
+    execFileSync("python3", ["-c", "import ast,sys; ast.parse(sys.stdin.read())"], { input: program });
+});

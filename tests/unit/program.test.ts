@@ -1,0 +1,143 @@
+// The real program (index.ts) under pulumi.runtime.setMocks.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { evaluateWithMocks, RecordedResource, stackConfig } from "../harness/mocks";
+import { clusterConfig } from "../fixtures";
+
+const API_KEY = "GENERATED-API-KEY-0123456789abcdefghijklmn"; // what the recording mocks' RandomPassword returns
+const byType = (rs: RecordedResource[], type: string) => rs.filter(r => r.type === type);
+const named = (rs: RecordedResource[], name: string) => {
+    const r = rs.find(x => x.name === name);
+    assert.ok(r, `no resource named ${name}; have ${rs.map(x => x.name).join(", ")}`);
+    return r;
+};
+
+for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as const) {
+    test(`${hosts} host(s), TP=${tp} PP=${pp}: the full resource set`, () => {
+        const { resources, error } = evaluateWithMocks(clusterConfig(hosts, { tp, pp }));
+        assert.equal(error, undefined);
+        const count = (type: string) => byType(resources, type).length;
+        assert.equal(count("spark-vllm:index:SparkCluster"), 1);
+        assert.equal(count("spark-vllm:index:SparkHost"), hosts);
+        assert.equal(count("spark-vllm:index:VllmContainer"), hosts);
+        assert.equal(count("spark-vllm:index:RayHead"), 1);
+        assert.equal(count("spark-vllm:index:RayWorker"), hosts - 1);
+        assert.equal(count("spark-vllm:index:ModelEndpoint"), 1);
+        assert.equal(count("pulumi:providers:docker"), hosts);
+        assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
+        assert.equal(count("docker:index/container:Container"), hosts);
+        assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
+        // per host: tools + preflight; head: ray launch + ray probe + compat + vllm launch + probe; workers: launch
+        assert.equal(count("command:remote:Command"), 2 * hosts + 5 + (hosts - 1));
+        const serve = named(resources, "spark-model-launch").inputs.create as string;
+        assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
+        // Components parent their children: a child's URN type chain names the component.
+        for (const r of byType(resources, "docker:index/container:Container")) assert.ok(r.provider?.includes("pulumi:providers:docker"), "container uses its host's provider");
+    });
+}
+
+test("each container's environment carries its own fabric address and interface", () => {
+    const { resources } = evaluateWithMocks(clusterConfig(4));
+    const containers = byType(resources, "docker:index/container:Container");
+    containers.forEach(c => {
+        const i = "abcd".indexOf(c.name.replace("spark-spark-", "").replace("-container", ""));
+        assert.ok(i >= 0);
+        assert.ok(c.inputs.envs.includes(`VLLM_HOST_IP=198.18.1.${i + 2}`), `${c.name}: ${c.inputs.envs}`);
+        assert.ok(c.inputs.envs.includes("NCCL_SOCKET_IFNAME=enp1s0f1np1"));
+        assert.equal(c.inputs.networkMode, "host");
+        assert.equal(c.inputs.ipcMode, "host");
+        assert.equal(c.inputs.gpus, "all");
+        assert.deepEqual(c.inputs.devices, [{ hostPath: "/dev/infiniband", containerPath: "/dev/infiniband" }]);
+        assert.ok(c.inputs.mounts.some((m: any) => m.source === "/root/.cache/huggingface" && m.target === "/root/.cache/huggingface"));
+        assert.ok(c.provider?.includes(`spark-spark-${"abcd"[i]}-docker`), "the container uses its own host's Docker provider");
+    });
+});
+
+test("worker launches point at the head's fabric address", () => {
+    const { resources } = evaluateWithMocks(clusterConfig(3));
+    for (const w of ["spark-ray-spark-b-launch", "spark-ray-spark-c-launch"]) {
+        const r = named(resources, w);
+        assert.match(r.inputs.create, /ray start --address=198\.18\.1\.2:6379 /);
+        assert.equal(r.inputs.connection.host, w.includes("-b-") ? "198.18.0.3" : "198.18.0.4");
+    }
+    assert.match(named(resources, "spark-ray-head-launch").inputs.create, /ray start --head --port=6379 --node-ip-address=198\.18\.1\.2 /);
+});
+
+test("the generated API key appears in no command text or container field, only in stdin", () => {
+    const { resources, outputs } = evaluateWithMocks(clusterConfig(2));
+    assert.equal(outputs?.apiKey, API_KEY);
+    for (const r of resources) {
+        const { stdin, ...rest } = r.inputs;
+        assert.ok(!JSON.stringify(rest).includes(API_KEY), `${r.name} leaks the API key outside stdin`);
+    }
+    assert.equal(named(resources, "spark-model-launch").inputs.stdin, `${API_KEY}\n`);
+    assert.equal(named(resources, "spark-model-probe").inputs.stdin, `${API_KEY}\n`);
+});
+
+test("every launch has a delete that stops what it started", () => {
+    const { resources } = evaluateWithMocks(clusterConfig(3));
+    const launches = byType(resources, "command:remote:Command").filter(r => r.name.endsWith("-launch"));
+    assert.equal(launches.length, 4);
+    for (const l of launches) {
+        assert.ok(l.inputs.delete, `${l.name} has no delete`);
+        assert.match(l.inputs.delete, l.name === "spark-model-launch" ? /kill -TERM/ : /ray stop --force/);
+    }
+});
+
+test("triggers: a vLLM flag changes only the vLLM launch and probe; the image changes containers and everything on them", () => {
+    const base = clusterConfig(2);
+    const flag = { ...base, "spark-vllm:vllm": { ...(base["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] } };
+    const image = { ...base, "spark-vllm:image": "198.18.0.1:5000/vllm-sim:0.17.2@sha256:" + "cd".repeat(32) };
+    const a = evaluateWithMocks(base).resources;
+    const changed = (other: RecordedResource[]) =>
+        other.filter(r => JSON.stringify(r.inputs) !== JSON.stringify(a.find(x => x.name === r.name)?.inputs)).map(r => r.name).sort();
+    assert.deepEqual(changed(evaluateWithMocks(flag).resources), ["spark-model-launch"]);
+    assert.deepEqual(changed(evaluateWithMocks(image).resources),
+        ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-b-container", "spark-spark-b-image"]);
+    // Under mocks ids do not change; what carries a replacement downstream is the trigger on the container id:
+    for (const name of ["spark-ray-head-launch", "spark-model-compat"])
+        assert.ok(named(a, name).inputs.triggers.includes("spark-spark-a-container-id"), `${name} is triggered by the head container`);
+    assert.ok(named(a, "spark-ray-spark-b-launch").inputs.triggers.includes("spark-spark-b-container-id"));
+    assert.ok(named(a, "spark-ray-spark-b-launch").inputs.triggers.includes("spark-ray-head-launch-id"));
+    assert.ok(named(a, "spark-model-launch").inputs.triggers.includes("spark-ray-head-probe-id"));
+    assert.ok(named(a, "spark-model-probe").inputs.triggers.includes("spark-model-launch-id"));
+});
+
+test("a no-change re-evaluation yields identical inputs", () => {
+    const config = clusterConfig(4, { tp: 2, pp: 2 });
+    const first = evaluateWithMocks(config);
+    const second = evaluateWithMocks(config);
+    assert.deepEqual(second.resources, first.resources);
+    assert.deepEqual(second.outputs, first.outputs);
+});
+
+test("config errors name their key paths and no resource is created", () => {
+    const bad = clusterConfig(2);
+    (bad["spark-vllm:hosts"] as any[])[1].fabric.address = "not-an-ip";
+    bad["spark-vllm:vllm"] = { tensorParallelSize: 3 };
+    const { error, resources } = evaluateWithMocks(bad);
+    assert.match(error ?? "", /spark-vllm:hosts\[1\]\.fabric\.address: not an IPv4 address: "not-an-ip"/);
+    assert.match(error ?? "", /spark-vllm:vllm\.tensorParallelSize: TP × PP = 3 × 1 = 3, but the hosts have 2 GPUs/);
+    assert.deepEqual(resources.filter(r => r.type !== "pulumi:pulumi:Stack"), []);
+});
+
+test("preview: the Docker providers skip the daemon check, and every command text is known", () => {
+    const { resources, error } = evaluateWithMocks(clusterConfig(2), { preview: true });
+    assert.equal(error, undefined);
+    for (const p of byType(resources, "pulumi:providers:docker")) {
+        assert.equal(p.inputs.disableDockerDaemonCheck, "true");
+        assert.match(p.inputs.host, /^ssh:\/\/root@198\.18\.0\.\d:22$/);
+    }
+    for (const c of byType(resources, "command:remote:Command")) assert.equal(typeof c.inputs.create, "string", `${c.name} create is known at preview`);
+    const up = evaluateWithMocks(clusterConfig(2));
+    for (const p of byType(up.resources, "pulumi:providers:docker")) assert.equal(p.inputs.disableDockerDaemonCheck, "false");
+});
+
+test("the committed spark stack evaluates: two Sparks, TP=2, the ConnectX-7 fabric", () => {
+    const { resources, outputs, error } = evaluateWithMocks(stackConfig("spark"), { preview: true });
+    assert.equal(error, undefined);
+    assert.equal(byType(resources, "docker:index/container:Container").length, 2);
+    assert.match(named(resources, "spark-model-launch").inputs.create, /vllm serve Qwen\/Qwen3\.5-122B-A10B-FP8 .*--tensor-parallel-size 2 /);
+    assert.ok(named(resources, "spark-spark-b-container").inputs.envs.includes("NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"));
+    assert.ok(outputs);
+});
