@@ -1,0 +1,1032 @@
+"""`vllm serve` stand-in.
+
+Binds the port at once (not listening), resolves the model, checks the
+architecture against the image's release.json, joins the simulated Ray cluster
+(placement group of TP*PP GPUs), "loads" for load_seconds with real-looking
+log lines, and only then listens and serves an OpenAI-compatible API.
+Fault switches come from $HF_HOME/sim-faults.json (see simcommon.faults)."""
+import json
+import os
+import random
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import simcommon as sc
+
+PY = "/usr/local/lib/python3.12/dist-packages"
+GPU_TOTAL_GIB = 119.70
+TOKENS_PER_GIB = 13054  # KV tokens per GiB (Qwen3.5-122B-ish, FP8 KV off)
+
+STOP = threading.Event()
+
+
+class Fatal(Exception):
+    """Already reported; exit with the given code."""
+
+    def __init__(self, code=1):
+        self.code = code
+
+
+# ------------------------------------------------------------------ logging
+
+class Log:
+    def __init__(self, tag, pid, sub=None):
+        self.prefix = "(%s pid=%d) " % (tag, pid)
+        if sub:
+            self.prefix += sub + " "
+
+    def _emit(self, level, where, msg, stream):
+        lines = str(msg).split("\n")
+        write = sc.out if stream == "out" else sc.err
+        write("%s%s %s [%s] %s" % (self.prefix, level, sc.vllm_ts(), where, lines[0]))
+        for line in lines[1:]:
+            write(self.prefix + line)
+
+    def info(self, where, msg):
+        self._emit("INFO", where, msg, "out")
+
+    def warning(self, where, msg):
+        self._emit("WARNING", where, msg, "out")
+
+    def error(self, where, msg):
+        self._emit("ERROR", where, msg, "out")
+
+    def raw(self, line, stream="out"):
+        (sc.out if stream == "out" else sc.err)(self.prefix + line)
+
+    def traceback(self, frames, final, level_where=None):
+        """Print a traceback; if level_where, every line carries 'ERROR ts [where] '."""
+        lines = ["Traceback (most recent call last):"]
+        for f, ln, fn, code in frames:
+            lines.append('  File "%s", line %d, in %s' % (f, ln, fn))
+            lines.append("    " + code)
+        lines += final.split("\n")
+        for line in lines:
+            if level_where:
+                sc.out("%sERROR %s [%s] %s" % (self.prefix, sc.vllm_ts(), level_where, line))
+            else:
+                sc.err(self.prefix + line)
+
+
+API_FRAMES = [
+    ("/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())"),
+    (PY + "/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+    (PY + "/vllm/entrypoints/cli/serve.py", 60, "cmd", "uvloop.run(run_server(args))"),
+    (PY + "/uvloop/__init__.py", 96, "run", "return __asyncio.run("),
+    ("/usr/lib/python3.12/asyncio/runners.py", 195, "run", "return runner.run(main)"),
+    ("/usr/lib/python3.12/asyncio/runners.py", 118, "run", "return self._loop.run_until_complete(task)"),
+    ("uvloop/loop.pyx", 1518, "uvloop.loop.Loop.run_until_complete", ""),
+    (PY + "/uvloop/__init__.py", 48, "wrapper", "return await main"),
+]
+
+CONFIG_FRAMES = API_FRAMES + [
+    (PY + "/vllm/entrypoints/openai/api_server.py", 1941, "run_server",
+     "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)"),
+    (PY + "/vllm/entrypoints/openai/api_server.py", 1957, "run_server_worker",
+     "async with build_async_engine_client("),
+    ("/usr/lib/python3.12/contextlib.py", 210, "__aenter__", "return await anext(self.gen)"),
+    (PY + "/vllm/entrypoints/openai/api_server.py", 178, "build_async_engine_client_from_engine_args",
+     "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
+    (PY + "/vllm/engine/arg_utils.py", 1290, "create_engine_config",
+     "model_config = self.create_model_config()"),
+    (PY + "/vllm/engine/arg_utils.py", 1147, "create_model_config", "return ModelConfig("),
+    (PY + "/pydantic/_internal/_dataclasses.py", 121, "__init__",
+     "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"),
+]
+
+WRAPPER_FRAMES = API_FRAMES + [
+    (PY + "/vllm/entrypoints/openai/api_server.py", 1941, "run_server",
+     "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)"),
+    (PY + "/vllm/entrypoints/openai/api_server.py", 1957, "run_server_worker",
+     "async with build_async_engine_client("),
+    ("/usr/lib/python3.12/contextlib.py", 210, "__aenter__", "return await anext(self.gen)"),
+    (PY + "/vllm/entrypoints/openai/api_server.py", 203, "build_async_engine_client_from_engine_args",
+     "async_llm = AsyncLLM.from_vllm_config("),
+    (PY + "/vllm/v1/engine/async_llm.py", 223, "from_vllm_config", "return cls("),
+    (PY + "/vllm/v1/engine/async_llm.py", 134, "__init__", "self.engine_core = EngineCoreClient.make_async_mp_client("),
+    (PY + "/vllm/v1/engine/core_client.py", 102, "make_async_mp_client", "return AsyncMPClient(*client_args)"),
+    (PY + "/vllm/v1/engine/core_client.py", 769, "__init__", "super().__init__("),
+    (PY + "/vllm/v1/engine/core_client.py", 448, "__init__", "with launch_core_engines(vllm_config, executor_class,"),
+    ("/usr/lib/python3.12/contextlib.py", 144, "__exit__", "next(self.gen)"),
+    (PY + "/vllm/v1/engine/utils.py", 732, "launch_core_engines", "wait_for_engine_startup("),
+    (PY + "/vllm/v1/engine/utils.py", 785, "wait_for_engine_startup", "raise RuntimeError("),
+]
+
+ENGINE_FRAMES = [
+    ("/usr/lib/python3.12/multiprocessing/process.py", 314, "_bootstrap", "self.run()"),
+    ("/usr/lib/python3.12/multiprocessing/process.py", 108, "run", "self._target(*self._args, **self._kwargs)"),
+]
+ENGINE_CORE_FRAMES = [
+    (PY + "/vllm/v1/engine/core.py", 834, "run_engine_core", "engine_core = EngineCoreProc(*args, **kwargs)"),
+    (PY + "/vllm/v1/engine/core.py", 610, "__init__", "super().__init__("),
+    (PY + "/vllm/v1/engine/core.py", 102, "__init__", "self.model_executor = executor_class(vllm_config)"),
+    (PY + "/vllm/v1/executor/abstract.py", 101, "__init__", "self._init_executor()"),
+    (PY + "/vllm/v1/executor/ray_executor.py", 99, "_init_executor", "self._init_workers_ray(placement_group)"),
+]
+
+
+# ------------------------------------------------------------------ args
+
+def parse_args(argv):
+    flags = {"trust-remote-code", "enforce-eager", "disable-log-stats", "disable-log-requests",
+             "enable-prefix-caching", "no-enable-prefix-caching", "enable-auto-tool-choice",
+             "enable-chunked-prefill", "disable-custom-all-reduce", "headless", "enable-expert-parallel"}
+    opts, pos = {}, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            key = a[2:].replace("_", "-")
+            if "=" in key:
+                k, v = key.split("=", 1)
+                opts[k] = v
+            elif key in flags or i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                opts[key] = True
+            else:
+                opts[key] = argv[i + 1]
+                i += 1
+        elif a in ("-tp", "-pp", "-dp") and i + 1 < len(argv):
+            opts[{"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size",
+                  "-dp": "data-parallel-size"}[a]] = argv[i + 1]
+            i += 1
+        else:
+            pos.append(a)
+        i += 1
+    return opts, pos
+
+
+# ------------------------------------------------------------------ model resolution
+
+def resolve_model(model):
+    if os.path.isdir(model):
+        return os.path.abspath(model)
+    if model.count("/") == 1 and not model.startswith(("/", ".")):
+        hub = os.environ.get("HF_HUB_CACHE") or os.path.join(sc.hf_home(), "hub")
+        repo = os.path.join(hub, "models--" + model.replace("/", "--"))
+        snaps = os.path.join(repo, "snapshots")
+        ref = None
+        try:
+            with open(os.path.join(repo, "refs", "main")) as f:
+                ref = f.read().strip()
+        except OSError:
+            pass
+        if ref and os.path.isdir(os.path.join(snaps, ref)):
+            return os.path.join(snaps, ref)
+        try:
+            cands = sorted(os.listdir(snaps), key=lambda d: os.path.getmtime(os.path.join(snaps, d)))
+            if cands:
+                return os.path.join(snaps, cands[-1])
+        except OSError:
+            pass
+    return None
+
+
+# ------------------------------------------------------------------ serve
+
+class Server:
+    def __init__(self, argv):
+        self.opts, pos = parse_args(argv)
+        self.model = self.opts.get("model") or (pos[0] if pos else "Qwen/Qwen3-0.6B")
+        names = self.opts.get("served-model-name")
+        self.served = [n for n in str(names).split(",") if n] if isinstance(names, str) else [self.model]
+        self.tp = int(self.opts.get("tensor-parallel-size") or 1)
+        self.pp = int(self.opts.get("pipeline-parallel-size") or 1)
+        self.world = self.tp * self.pp
+        self.backend = self.opts.get("distributed-executor-backend")
+        self.host = self.opts.get("host") or "0.0.0.0"
+        if self.host is True:
+            self.host = "0.0.0.0"
+        self.port = int(self.opts.get("port") or 8000)
+        self.util = float(self.opts.get("gpu-memory-utilization") or 0.9)
+        self.api_key = self.opts.get("api-key") or os.environ.get("VLLM_API_KEY") or None
+        self.trust = bool(self.opts.get("trust-remote-code"))
+        self.rel = sc.release()
+        self.version = self.rel.get("version", "0.0.0")
+        self.faults = sc.faults()
+        self.pid = os.getpid()
+        self.epid = self.pid + random.randint(60, 140)
+        self.api = Log("APIServer", self.pid)
+        self.eng = Log("EngineCore_DP0", self.epid)
+        self.t0 = time.time()
+        self.crash_at = self.faults.get("crash_after_seconds")
+        self.engine_up = False
+        self.gcs = None
+        self.pg_id = None
+        self.bundles = []
+        self.sock = None
+        self.httpd = None
+        self.max_len = None
+        self.path = None
+        self.stats = {"prompt": 0, "gen": 0, "ok": 0}
+        self.my_ip = sc.node_ip()
+
+    # ---------------------------------------------------------- failure helpers
+    def config_error(self, final, chained=None):
+        """APIServer-side failure while building the model config (no engine yet)."""
+        if chained:
+            self.api.traceback(CONFIG_FRAMES[:-1] + [
+                (PY + "/vllm/transformers_utils/config.py", 612, "get_config",
+                 "config_dict, _ = PretrainedConfig.get_config_dict(")], chained)
+            self.api.raw("", "err")
+            self.api.raw("During handling of the above exception, another exception occurred:", "err")
+            self.api.raw("", "err")
+        self.api.traceback(CONFIG_FRAMES, final)
+        raise Fatal(1)
+
+    def engine_failed(self, final, frames=(), worker=None):
+        """Engine core dies during startup: root cause, then the APIServer wrapper."""
+        where = "core.py:843"
+        self.eng.error(where, "EngineCore failed to start.")
+        self.eng.traceback(ENGINE_CORE_FRAMES + list(frames), final, level_where=where)
+        self.eng.raw("Process EngineCore_DP0:", "err")
+        self.eng.traceback(ENGINE_FRAMES + [
+            (PY + "/vllm/v1/engine/core.py", 847, "run_engine_core", "raise e")] + ENGINE_CORE_FRAMES
+            + list(frames), final)
+        self.release_pg()
+        self.api.traceback(WRAPPER_FRAMES, "RuntimeError: Engine core initialization failed. See root cause "
+                                           "above. Failed core proc(s): {}")
+        raise Fatal(1)
+
+    def engine_dead(self, final, frames=()):
+        """Engine dies after it was up (serving or late load)."""
+        self.eng.error("core.py:796", "EngineCore encountered a fatal error.")
+        self.eng.traceback([(PY + "/vllm/v1/engine/core.py", 787, "run_engine_core", "engine_core.run_busy_loop()"),
+                            (PY + "/vllm/v1/engine/core.py", 814, "run_busy_loop", "self._process_engine_step()"),
+                            (PY + "/vllm/v1/engine/core.py", 847, "_process_engine_step",
+                             "outputs, model_executed = self.step_fn()")] + list(frames), final,
+                           level_where="core.py:796")
+        self.api.error("async_llm.py:480", "AsyncLLM output_handler failed.")
+        self.api.traceback([(PY + "/vllm/v1/engine/async_llm.py", 439, "output_handler",
+                             "outputs = await engine_core.get_output_async()"),
+                            (PY + "/vllm/v1/engine/core_client.py", 846, "get_output_async",
+                             "raise self._format_exception(outputs) from None")],
+                           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                           "See stack trace (above) for the root cause.")
+        self.uvicorn_shutdown()
+        raise Fatal(1)
+
+    def check_crash(self):
+        if STOP.is_set():
+            raise Fatal(0)
+        if self.crash_at is not None and time.time() - self.t0 >= float(self.crash_at):
+            self.crash_at = None
+            sc.out("SIM_CRASH_AT %.6f" % time.time())
+            final = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                     "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                     "stacktrace below might be incorrect.\n"
+                     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+                     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+            frames = [(PY + "/vllm/v1/worker/gpu_worker.py", 262, "load_model",
+                       "self.model_runner.load_model(eager_load=self._sleep_saved_buffers == {})"),
+                      (PY + "/torch/cuda/__init__.py", 1053, "synchronize", "return torch._C._cuda_synchronize()")]
+            if self.engine_up:
+                self.engine_dead(final, frames)
+            self.engine_failed(final, frames)
+
+    def sleep(self, seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            self.check_crash()
+            self.check_cluster()
+            time.sleep(min(0.1, max(0.0, end - time.time())))
+
+    # ---------------------------------------------------------- phases
+    def bind(self):
+        fam = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((self.host, self.port))
+        except OSError as e:
+            s.close()
+            self.api.traceback(API_FRAMES + [
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1926, "run_server",
+                 "listen_address, sock = setup_server(args)"),
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1904, "setup_server",
+                 "sock = create_server_socket(sock_addr)"),
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1847, "create_server_socket",
+                 "sock.bind(addr)")], "OSError: [Errno %d] %s" % (e.errno, e.strerror))
+            raise Fatal(1)
+        self.sock = s
+
+    def banner(self):
+        a = self.api
+        a.info("utils.py:299", "")
+        a.info("utils.py:299", "       \u2588     \u2588     \u2588\u2584   \u2584\u2588")
+        a.info("utils.py:299", " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version %s"
+               % self.version)
+        a.info("utils.py:299", "  \u2588\u2584\u2588\u2580 \u2588     \u2588     \u2588     \u2588  model   %s" % self.model)
+        a.info("utils.py:299", "   \u2580\u2580  \u2580\u2580\u2580\u2580\u2580 \u2580\u2580\u2580\u2580\u2580 \u2580     \u2580")
+        a.info("utils.py:299", "")
+        def typed(v):
+            for conv in (int, float):
+                try:
+                    return conv(v)
+                except (TypeError, ValueError):
+                    pass
+            return v
+
+        shown = {k.replace("-", "_"): typed(v) for k, v in self.opts.items() if k != "api-key"}
+        shown["model_tag"] = self.model
+        shown["model"] = self.model
+        if self.api_key:
+            shown["api_key"] = ["<redacted>"]
+        a.info("utils.py:233", "non-default args: %r" % shown)
+
+    def load_config(self):
+        path = resolve_model(self.model)
+        cfg_path = os.path.join(path, "config.json") if path else None
+        if not path or not os.path.isfile(cfg_path):
+            chained = None
+            if not path:
+                chained = ("OSError: %s is not a local folder and is not a valid model identifier listed on "
+                           "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a "
+                           "token having permission to this repo either by logging in with `hf auth login` or "
+                           "by passing `token=<your_token>`" % self.model)
+            self.config_error(
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                "  Value error, Invalid repository ID or local directory specified: '%s'.\n"
+                "Please verify the following requirements:\n"
+                "1. Provide a valid Hugging Face repository ID.\n"
+                "2. Specify a local directory that contains a recognized configuration file.\n"
+                "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
+                "   - For Mistral models: ensure the presence of a 'params.json'.\n"
+                " [type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]\n"
+                "    For further information visit https://errors.pydantic.dev/2.12/v/value_error"
+                % (self.model, self.model), chained)
+        with open(cfg_path) as f:
+            cfg = json.load(f)
+        self.path, self.cfg = path, cfg
+        if cfg.get("auto_map") and not self.trust:
+            self.config_error(
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                "  Value error, The repository %s contains custom code which must be executed to correctly "
+                "load the model. You can inspect the repository content at https://hf.co/%s .\n"
+                " You can inspect the repository content at https://hf.co/%s.\n"
+                "Please pass the argument `trust_remote_code=True` to allow custom code to be run. "
+                "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
+                % (path, self.model, self.model, self.model))
+        mt = cfg.get("model_type")
+        known = self.rel.get("model_types", sc.DEFAULT_MODEL_TYPES)
+        if mt and mt not in known and not cfg.get("auto_map"):
+            self.config_error(
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                "  Value error, The checkpoint you are trying to load has model type `%s` but Transformers does "
+                "not recognize this architecture. This could be because of an issue with the checkpoint, or "
+                "because your version of Transformers is out of date.\n\n"
+                "You can update Transformers with the command `pip install --upgrade transformers`. If this does "
+                "not work, and the checkpoint is very new, then there may not be a release version that supports "
+                "this model yet. In this case, you can get the most up-to-date code by installing Transformers "
+                "from source with the command `pip install git+https://github.com/huggingface/transformers.git` "
+                "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
+                % (mt, self.model))
+        self.archs = cfg.get("architectures") or ["UnknownForCausalLM"]
+        derived = cfg.get("max_position_embeddings") or cfg.get("text_config", {}).get("max_position_embeddings") \
+            or 32768
+        self.max_len = int(self.opts.get("max-model-len") or derived)
+        if self.max_len > derived:
+            self.config_error(
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                "  Value error, User-specified max_model_len (%d) is greater than the derived max_model_len "
+                "(max_position_embeddings=%d or model_max_length=None in model's config.json). To allow "
+                "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_"
+                "MODEL_LEN must be used with extreme caution. If the model uses relative position encoding "
+                "(RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute "
+                "position encoding, positions exceeding derived_max_model_len will cause a CUDA array "
+                "out-of-bounds error. [type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), "
+                "input_type=ArgsKwargs]" % (self.max_len, derived, self.model))
+        self.api.info("model.py:637", "Resolved architecture: %s" % self.archs[0])
+        self.api.info("model.py:1750", "Using max model len %d" % self.max_len)
+        heads = cfg.get("num_attention_heads") or cfg.get("text_config", {}).get("num_attention_heads")
+        if heads and heads % self.tp:
+            self.api.traceback(CONFIG_FRAMES[:-2] + [
+                (PY + "/vllm/engine/arg_utils.py", 1420, "create_engine_config",
+                 "config = VllmConfig("),
+                (PY + "/vllm/config/model.py", 1040, "verify_with_parallel_config",
+                 "raise ValueError(")],
+                "ValueError: Total number of attention heads (%d) must be divisible by tensor parallel size (%d)."
+                % (heads, self.tp))
+            raise Fatal(1)
+        self.api.info("scheduler.py:228", "Chunked prefill is enabled with max_num_batched_tokens=8192.")
+
+    def engine_init(self):
+        e = self.eng
+        e.info("core.py:93", "Initializing a V1 LLM engine (v%s) with config: model='%s', speculative_config=None, "
+               "tokenizer='%s', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+               "trust_remote_code=%s, dtype=torch.bfloat16, max_seq_len=%d, download_dir=None, load_format=auto, "
+               "tensor_parallel_size=%d, pipeline_parallel_size=%d, data_parallel_size=1, "
+               "disable_custom_all_reduce=False, quantization=%s, enforce_eager=%s, device_config=cuda, "
+               "served_model_name=%s, enable_prefix_caching=True, enable_chunked_prefill=True"
+               % (self.version, self.model, self.model, self.trust, self.max_len, self.tp, self.pp,
+                  (self.cfg.get("quantization_config") or {}).get("quant_method"),
+                  bool(self.opts.get("enforce-eager")), self.served[0]))
+        if self.faults.get("arch_unsupported") or any(a not in self.rel.get("architectures", [])
+                                                      for a in self.archs):
+            self.engine_failed(
+                "ValueError: Model architectures %r are not supported for now. Supported architectures: "
+                "dict_keys(%r)" % (self.archs, list(self.rel.get("architectures", []))),
+                [(PY + "/vllm/model_executor/model_loader/utils.py", 207, "get_model_architecture",
+                  "model_cls, arch = model_config.registry.resolve_model_cls("),
+                 (PY + "/vllm/model_executor/models/registry.py", 876, "resolve_model_cls",
+                  "return self._raise_for_unsupported(architectures)"),
+                 (PY + "/vllm/model_executor/models/registry.py", 802, "_raise_for_unsupported",
+                  "raise ValueError(")])
+        if self.faults.get("arch_inspect_failed"):
+            self.inspect_failed(self.eng)
+
+    def inspect_failed(self, log, ip=None):
+        log.error("registry.py:700", "Error in inspecting model architecture '%s'" % self.archs[0])
+        log.traceback([(PY + "/vllm/model_executor/models/registry.py", 1158, "_run_in_subprocess",
+                        "returned.check_returncode()"),
+                       ("/usr/lib/python3.12/subprocess.py", 502, "check_returncode",
+                        "raise CalledProcessError(self.returncode, self.args, self.stdout,")],
+                      "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-m', "
+                      "'vllm.model_executor.models.registry']' returned non-zero exit status 1.",
+                      level_where="registry.py:700")
+        self.engine_failed(
+            "ValueError: Model architectures %r failed to be inspected. Please check the logs for more details."
+            % self.archs,
+            [(PY + "/vllm/model_executor/models/registry.py", 796, "_raise_for_unsupported", "raise ValueError(")])
+
+    # ---------------------------------------------------------- ray
+    def use_ray(self):
+        local = int(os.environ.get("VLLM_SIM_LOCAL_GPUS", "1"))
+        return self.backend == "ray" or (self.backend in (None, True) and self.world > local)
+
+    def gcs_snapshot(self):
+        try:
+            code, snap = sc.gcs_call(self.gcs, "/api/cluster", timeout=2)
+            return snap if code == 200 else None
+        except sc.GcsUnavailable:
+            return None
+
+    def ray_setup(self):
+        e = self.eng
+        addr = sc.current_cluster_address()
+        e.info("ray_utils.py:353", "Connecting to existing Ray cluster at address: %s" % (addr or "auto"))
+        snap = None
+        if addr:
+            self.gcs = addr
+            deadline = time.time() + 5
+            while snap is None and time.time() < deadline:
+                snap = self.gcs_snapshot()
+                if snap is None:
+                    time.sleep(0.3)
+            if snap is None:
+                self.engine_failed(
+                    "ConnectionError: Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version "
+                    "started successfully at the specified address, and (2) there is no firewall setting "
+                    "preventing access." % addr,
+                    [(PY + "/vllm/v1/executor/ray_utils.py", 330, "initialize_ray_cluster",
+                      "ray.init(address=ray_address)")])
+            sc.out("%s\tINFO worker.py:1832 -- Connected to Ray cluster. View the dashboard at http://%s:8265 "
+                   % (sc.ray_ts(), addr.split(":")[0]))
+        else:
+            # real vLLM would start a private single-node Ray instance here
+            self.gcs = None
+            sc.out("%s\tINFO worker.py:1951 -- Started a local Ray instance." % sc.ray_ts())
+            snap = {"nodes": [{"NodeID": secrets.token_hex(28), "Alive": True, "NodeManagerAddress": self.my_ip,
+                               "Resources": {"GPU": 1.0, "CPU": float(os.cpu_count() or 1)}, "pid": self.pid}],
+                    "placement_groups": []}
+        self.local_snap = None if addr else snap
+        e.info("ray_utils.py:402", "No current placement group found. Creating a new placement group.")
+        me = [n for n in snap["nodes"] if n["Alive"] and n["NodeManagerAddress"] == self.my_ip]
+        res = me[0]["Resources"] if me else {}
+        if res.get("GPU", 0) < 1:
+            self.engine_failed(
+                "ValueError: Current node has no GPU available. current_node_resource=%r. vLLM engine cannot "
+                "start without GPU. Make sure you have at least 1 GPU available in a node current_ip=%r "
+                "current_node_resource=%r." % (res, self.my_ip, res),
+                [(PY + "/vllm/v1/executor/ray_utils.py", 420, "initialize_ray_cluster", "raise ValueError(")])
+        specs = [{"GPU": 1.0} for _ in range(self.world)]
+        specs[0]["node:%s" % self.my_ip] = 0.001
+        self.pg_id = secrets.token_hex(14)
+        timeout = float(self.faults.get("placement_timeout_seconds", 1800))
+        start = time.time()
+        interval = min(10.0, max(1.0, timeout / 3))
+        next_log = start + interval
+        while True:
+            self.check_crash()
+            snap = self.local_snap or self.gcs_snapshot() or {"nodes": [], "placement_groups": []}
+            assign = self.try_place(snap)
+            if assign:
+                self.bundles = assign
+                self.put_pg("CREATED", specs)
+                break
+            self.put_pg("PENDING", specs)
+            now = time.time()
+            if now - start >= timeout:
+                self.release_pg()
+                self.engine_failed(
+                    "ValueError: Cannot provide a placement group requiring %d GPUs (placement_group_specs=%r) "
+                    "within %d seconds.\nTensor parallel size may exceed available GPUs in your cluster. Check "
+                    "resources with `ray status` and `ray list nodes`.\nIf running on K8s with limited GPUs, "
+                    "consider reducing --tensor-parallel-size to match available GPU resources."
+                    % (self.world, specs, int(timeout)),
+                    [(PY + "/vllm/v1/executor/ray_utils.py", 452, "initialize_ray_cluster",
+                      "_wait_until_pg_ready(current_placement_group)"),
+                     (PY + "/vllm/v1/executor/ray_utils.py", 281, "_wait_until_pg_ready", "raise ValueError(")])
+            if now >= next_log:
+                e.info("ray_utils.py:268", "Waiting for creating a placement group of specs for %d seconds. "
+                       "specs=%r. Check `ray status` and `ray list nodes` to see if you have enough resources, "
+                       "and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP "
+                       "environment variable specified in each node if you are running on a multi-node."
+                       % (int(now - start), specs))
+                interval *= 2
+                next_log = now + interval
+            time.sleep(0.3)
+        e.info("ray_env.py:66", "Env var prefixes to copy: ['HF_', 'HUGGING_FACE_', 'LMCACHE_', 'NCCL_', "
+               "'UCX_', 'VLLM_']")
+        carried = sorted(k for k in os.environ if k.startswith(("HF_", "NCCL_", "UCX_", "VLLM_"))
+                         and k != "VLLM_API_KEY")
+        e.info("ray_env.py:67", "Copying the following environment variables to workers: %r" % carried)
+        threading.Thread(target=self.lease_loop, daemon=True).start()
+        # per-worker images: a worker whose image lacks the architecture fails model inspection there
+        for rank, n in enumerate(self.bundles):
+            img = n.get("SimImage") or {}
+            if img.get("architectures") is not None and any(a not in img["architectures"] for a in self.archs):
+                wlog = Log("EngineCore_DP0", self.epid, "(RayWorkerWrapper pid=%d, ip=%s)" % (
+                    n.get("pid") or 0, n["NodeManagerAddress"]))
+                wlog.info("worker_base.py:250", "vLLM version on this node: %s" % img.get("vllm"))
+                self.inspect_failed(wlog)
+
+    def try_place(self, snap):
+        used = {}
+        for pg in snap.get("placement_groups", []):
+            if pg.get("state") == "CREATED" and pg.get("pg_id") != self.pg_id:
+                for nid in pg.get("nodes", []):
+                    used[nid] = used.get(nid, 0) + 1
+        free = []
+        for n in snap["nodes"]:
+            if n["Alive"]:
+                g = int(n["Resources"].get("GPU", 0)) - used.get(n["NodeID"], 0)
+                free.append([n, g])
+        mine = [f for f in free if f[0]["NodeManagerAddress"] == self.my_ip and f[1] > 0]
+        if not mine or sum(max(0, f[1]) for f in free) < self.world:
+            return None
+        assign = [mine[0][0]]
+        mine[0][1] -= 1
+        for f in sorted(free, key=lambda f: f[0]["NodeManagerAddress"] != self.my_ip):
+            while f[1] > 0 and len(assign) < self.world:
+                assign.append(f[0])
+                f[1] -= 1
+        return assign
+
+    def put_pg(self, state, specs):
+        if not self.gcs:
+            return
+        try:
+            sc.gcs_call(self.gcs, "/api/pg", {"pg_id": self.pg_id, "state": state, "bundles": specs,
+                                              "nodes": [n["NodeID"] for n in self.bundles],
+                                              "owner": "vllm pid %d" % self.pid}, timeout=1.5)
+        except sc.GcsUnavailable:
+            pass
+
+    def release_pg(self):
+        if self.gcs and self.pg_id:
+            try:
+                sc.gcs_call(self.gcs, "/api/pg_remove", {"pg_id": self.pg_id}, timeout=1)
+            except sc.GcsUnavailable:
+                pass
+        self.pg_id = None
+
+    def lease_loop(self):
+        self.cluster_problem = None
+        missing_since = None
+        specs = [{"GPU": 1.0} for _ in range(self.world)]
+        while not STOP.is_set() and self.pg_id and self.gcs:
+            snap = self.gcs_snapshot()
+            if snap is None:
+                missing_since = missing_since or time.time()
+                if time.time() - missing_since > 3:
+                    self.cluster_problem = ("gcs", None)
+                    return
+            else:
+                missing_since = None
+                alive = {n["NodeID"]: n for n in snap["nodes"] if n["Alive"]}
+                for n in self.bundles:
+                    if n["NodeID"] not in alive:
+                        self.cluster_problem = ("node", n)
+                        return
+                self.put_pg("CREATED", specs)
+            time.sleep(1.0)
+
+    cluster_problem = None
+
+    def check_cluster(self):
+        prob = self.cluster_problem
+        if not prob:
+            return
+        self.cluster_problem = None
+        kind, n = prob
+        if kind == "gcs":
+            final = ("ray.exceptions.RaySystemError: System error: Failed to connect to GCS within 60 seconds. "
+                     "GCS may have been killed. It's either GCS is terminated by `ray stop` or is killed "
+                     "unexpectedly. If it is killed unexpectedly, see the log file gcs_server.out.")
+        else:
+            final = ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                     "\tclass_name: RayWorkerWrapper\n\tactor_id: %s\n\tpid: %s\n\tnamespace: %s\n\tip: %s\n"
+                     "The actor is dead because its node has died. Node Id: %s\n"
+                     "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many "
+                     "heartbeats" % (secrets.token_hex(16), n.get("pid"), secrets.token_hex(16)[:8] + "-sim",
+                                     n["NodeManagerAddress"], n["NodeID"]))
+        frames = [(PY + "/vllm/v1/executor/ray_executor.py", 478, "execute_model", "return ray.get(refs[0])"),
+                  (PY + "/ray/_private/worker.py", 2962, "get", "values, debugger_breakpoint = worker.get_objects(")]
+        if self.engine_up:
+            self.engine_dead(final, frames)
+        self.engine_failed(final, frames)
+
+    # ---------------------------------------------------------- load
+    def load(self):
+        e = self.eng
+        ray = self.use_ray()
+        if ray:
+            self.ray_setup()
+            workers = [Log("EngineCore_DP0", self.epid, "(RayWorkerWrapper pid=%d, ip=%s)" % (
+                n.get("pid") or 0, n["NodeManagerAddress"])) for n in self.bundles]
+        else:
+            workers = [e]
+        master = self.bundles[0]["NodeManagerAddress"] if self.bundles else self.my_ip
+        e.info("shm_broadcast.py:289", "vLLM message queue communication handle: Handle(local_reader_ranks=[0], "
+               "buffer_handle=(1, 4194304, 6, 'psm_%s'), local_subscribe_addr=ipc:///tmp/%s, "
+               "remote_subscribe_addr=tcp://%s:%d, remote_addr_ipv6=False)" % (
+                   secrets.token_hex(4), secrets.token_hex(16), master, random.randint(40000, 60000)))
+        for rank, w in enumerate(workers):
+            w.info("parallel_state.py:1208", "world_size=%d rank=%d local_rank=0 distributed_init_method=tcp://%s:"
+                   "%d backend=nccl" % (self.world, rank, master, 29500))
+        if self.faults.get("nccl_hang"):
+            for w in workers:
+                w.info("pynccl.py:111", "vLLM is using nccl==2.27.5")
+            timeout = self.faults.get("nccl_timeout_seconds")
+            t_hang = time.time()
+            while True:
+                self.sleep(0.5)
+                if timeout is not None and time.time() - t_hang >= float(timeout):
+                    timeout = None
+                    ts = time.strftime("%m%d %H:%M:%S")
+                    for rank, w in enumerate(workers):
+                        w.raw("[rank%d]:[E%s.%06d ProcessGroupNCCL.cpp:685] [Rank %d] Watchdog caught collective "
+                              "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                              "Timeout(ms)=600000) ran for 600090 milliseconds before timing out." % (
+                                  rank, ts, random.randint(0, 999999), rank), "err")
+        for rank, w in enumerate(workers):
+            w.info("pynccl.py:111", "vLLM is using nccl==2.27.5")
+            t = rank % self.tp
+            p = rank // self.tp
+            w.info("parallel_state.py:1411", "rank %d in world size %d is assigned as DP rank 0, PP rank %d, "
+                   "TP rank %d, EP rank %d" % (rank, self.world, p, t, t))
+        free_gib = float(self.faults.get("free_memory_gib", 112.0))
+        want = self.util * GPU_TOTAL_GIB
+        if want > free_gib:
+            self.engine_failed(
+                "ValueError: Free memory on device (%.2f/%.2f GiB) on startup is less than desired GPU memory "
+                "utilization (%s, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+                "processes." % (free_gib, GPU_TOTAL_GIB, self.util, want),
+                [(PY + "/vllm/v1/worker/gpu_worker.py", 239, "init_device", "raise ValueError(")])
+        for w in workers:
+            w.info("gpu_model_runner.py:3338", "Starting to load model %s..." % self.model)
+        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", 3)))
+        shards = max(2, int(self.faults.get("shards", 4)))
+        tload = time.time()
+        steps = max(1, int(load_s))
+        oom_step = steps // 2 if self.faults.get("oom_during_load") else None
+        sc.out("%sLoading safetensors checkpoint shards:   0%% Completed | 0/%d [00:00<?, ?it/s]" % (
+            workers[0].prefix, shards))
+        for i in range(1, steps + 1):
+            self.sleep(load_s / steps)
+            if oom_step is not None and i > oom_step:
+                self.engine_failed(
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                    "capacity of 119.70 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process "
+                    "has 117.41 GiB memory in use. Of the allocated memory 115.93 GiB is allocated by PyTorch, and "
+                    "0.61 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
+                    "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+                    "documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html"
+                    "#environment-variables)",
+                    [(PY + "/vllm/v1/worker/gpu_model_runner.py", 3355, "load_model",
+                      "self.model = model_loader.load_model("),
+                     (PY + "/vllm/model_executor/model_loader/base_loader.py", 55, "load_model",
+                      "self.load_weights(model, model_config)"),
+                     (PY + "/torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)")])
+            done = max(1, int(round(shards * i / steps)))
+            el = time.time() - tload
+            sc.out("%sLoading safetensors checkpoint shards: %3d%% Completed | %d/%d [%02d:%02d<00:00, %.2fs/it]"
+                   % (workers[0].prefix, int(100 * done / shards), done, shards, int(el) // 60, int(el) % 60,
+                      el / max(done, 1)))
+        took = time.time() - tload
+        workers[0].info("default_loader.py:314", "Loading weights took %.2f seconds" % took)
+        model_gib = float(self.faults.get("model_memory_gib", self.cfg.get("sim_model_memory_gib", 59.12)))
+        for w in workers:
+            w.info("gpu_model_runner.py:3420", "Model loading took %.2f GiB memory and %.6f seconds" % (
+                model_gib, took + 0.4))
+        self.check_crash()
+        kv_gib = round(want - model_gib - 2.37, 2)
+        if kv_gib <= 0:
+            self.engine_failed(
+                "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine.",
+                [(PY + "/vllm/v1/core/kv_cache_utils.py", 704, "check_enough_kv_cache_memory", "raise ValueError(")])
+        for w in workers:
+            w.info("gpu_worker.py:359", "Available KV cache memory: %.2f GiB" % kv_gib)
+        tokens = int(kv_gib * TOKENS_PER_GIB)
+        if tokens < self.max_len:
+            need = self.max_len / TOKENS_PER_GIB
+            self.engine_failed(
+                "ValueError: To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache "
+                "is needed, which is larger than the available KV cache memory (%.2f GiB). Based on the available "
+                "memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or "
+                "decreasing `max_model_len` when initializing the engine." % (self.max_len, need, kv_gib, tokens),
+                [(PY + "/vllm/v1/core/kv_cache_utils.py", 716, "check_enough_kv_cache_memory", "raise ValueError(")])
+        e.info("kv_cache_utils.py:1229", "GPU KV cache size: {:,} tokens".format(tokens))
+        e.info("kv_cache_utils.py:1234", "Maximum concurrency for {:,} tokens per request: {:.2f}x".format(
+            self.max_len, tokens / self.max_len))
+        if not self.opts.get("enforce-eager"):
+            sc.out("%sCapturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%%|\u2588\u2588\u2588\u2588\u2588"
+                   "\u2588\u2588\u2588\u2588\u2588| 67/67 [00:02<00:00, 28.41it/s]" % workers[0].prefix)
+            sc.out("%sCapturing CUDA graphs (decode, FULL): 100%%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588"
+                   "\u2588\u2588| 35/35 [00:01<00:00, 30.12it/s]" % workers[0].prefix)
+            for w in workers:
+                w.info("gpu_model_runner.py:4244", "Graph capturing finished in 3 secs, took 0.92 GiB")
+        e.info("core.py:250", "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (
+            time.time() - tload))
+        self.engine_up = True
+        self.kv_tokens = tokens
+
+    # ---------------------------------------------------------- http
+    def start_http(self):
+        a = self.api
+        a.info("api_server.py:1634", "Supported tasks: ['generate']")
+        shown_host = self.host if self.host not in ("", "0.0.0.0") else "0.0.0.0"
+        a.info("api_server.py:1912", "Starting vLLM API server 0 on http://%s:%d" % (shown_host, self.port))
+        a.info("launcher.py:34", "Available routes are:")
+        for route, methods in [("/openapi.json", "GET, HEAD"), ("/docs", "GET, HEAD"), ("/health", "GET"),
+                               ("/load", "GET"), ("/ping", "POST"), ("/ping", "GET"), ("/tokenize", "POST"),
+                               ("/detokenize", "POST"), ("/v1/models", "GET"), ("/version", "GET"),
+                               ("/v1/responses", "POST"), ("/v1/chat/completions", "POST"),
+                               ("/v1/completions", "POST"), ("/v1/embeddings", "POST"), ("/metrics", "GET")]:
+            a.info("launcher.py:42", "Route: %s, Methods: %s" % (route, methods))
+        self.httpd = ThreadingHTTPServer(self.sock.getsockname()[:2], make_handler(self), bind_and_activate=False)
+        self.httpd.socket.close()
+        self.httpd.socket = self.sock
+        self.httpd.daemon_threads = True
+        a.raw("INFO:     Started server process [%d]" % self.pid)
+        a.raw("INFO:     Waiting for application startup.")
+        try:
+            self.sock.listen(128)
+        except OSError as e:
+            a.traceback(API_FRAMES, "OSError: [Errno %d] %s" % (e.errno, e.strerror))
+            raise Fatal(1)
+        a.raw("INFO:     Application startup complete.")
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+
+    def uvicorn_shutdown(self):
+        a = self.api
+        if self.httpd:
+            a.raw("INFO:     Shutting down")
+            self.httpd.shutdown()
+            a.raw("INFO:     Waiting for application shutdown.")
+            a.raw("INFO:     Application shutdown complete.")
+            a.raw("INFO:     Finished server process [%d]" % self.pid)
+        self.close()
+
+    def close(self):
+        self.release_pg()
+        try:
+            if self.httpd:
+                self.httpd.server_close()
+            elif self.sock:
+                self.sock.close()
+        except OSError:
+            pass
+
+    def run(self):
+        self.banner()
+        self.bind()
+        self.api.info("api_server.py:1839", "vLLM API server version %s" % self.version)
+        self.load_config()
+        self.check_crash()
+        self.engine_init()
+        self.load()
+        self.start_http()
+        while not STOP.is_set():
+            self.check_crash()
+            self.check_cluster()
+            time.sleep(0.1)
+        self.uvicorn_shutdown()
+        return 0
+
+
+# ------------------------------------------------------------------ http handler
+
+WORDS = ("Hello! This is a deterministic answer from the simulated vLLM server. It counts tokens by words, "
+         "honours max_tokens and stops when the sentence ends.").split()
+
+
+def make_handler(srv):
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "uvicorn"
+        sys_version = ""
+
+        def log_message(self, fmt, *args):
+            pass
+
+        def log_request(self, code="-", size="-"):
+            try:
+                phrase = self.responses.get(int(code), ("",))[0]
+            except (ValueError, TypeError):
+                phrase = ""
+            srv.api.raw('INFO:     %s:%d - "%s %s HTTP/1.1" %s %s' % (
+                self.client_address[0], self.client_address[1], self.command, self.path, code, phrase))
+
+        def send_json(self, code, obj, extra=None):
+            body = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def err(self, code, msg, typ, param=None):
+            self.send_json(code, {"error": {"message": msg, "type": typ, "param": param, "code": code}})
+
+        def authorized(self):
+            if not srv.api_key or not self.path.startswith("/v1"):
+                return True
+            if self.headers.get("Authorization", "") == "Bearer " + srv.api_key:
+                return True
+            self.send_json(401, {"error": "Unauthorized"})
+            return False
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if not self.authorized():
+                return
+            if path in ("/health", "/ping"):
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+            elif path == "/version":
+                self.send_json(200, {"version": srv.version})
+            elif path == "/load":
+                self.send_json(200, {"server_load": 0})
+            elif path == "/metrics":
+                body = metrics(srv).encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif path == "/v1/models":
+                now = int(srv.t0)
+                self.send_json(200, {"object": "list", "data": [
+                    {"id": n, "object": "model", "created": now, "owned_by": "vllm", "root": srv.path,
+                     "parent": None, "max_model_len": srv.max_len,
+                     "permission": [{"id": "modelperm-" + secrets.token_hex(16), "object": "model_permission",
+                                     "created": now, "allow_create_engine": False, "allow_sampling": True,
+                                     "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
+                                     "allow_fine_tuning": False, "organization": "*", "group": None,
+                                     "is_blocking": False}]} for n in srv.served]})
+            else:
+                self.send_json(404, {"detail": "Not Found"})
+
+        def do_POST(self):
+            path = self.path.split("?")[0]
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            if not self.authorized():
+                return
+            if path not in ("/v1/completions", "/v1/chat/completions"):
+                return self.send_json(404, {"detail": "Not Found"})
+            try:
+                req = json.loads(raw or b"{}")
+                assert isinstance(req, dict)
+            except (ValueError, AssertionError):
+                return self.err(400, "JSON decode error", "BadRequestError")
+            model = req.get("model") or srv.served[0]
+            if model not in srv.served:
+                return self.err(404, "The model `%s` does not exist." % model, "NotFoundError", "model")
+            chat = path.endswith("chat/completions")
+            if chat:
+                msgs = req.get("messages")
+                if not isinstance(msgs, list) or not msgs:
+                    return self.err(400, "messages: Field required", "BadRequestError")
+                prompt = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
+            else:
+                if "prompt" not in req:
+                    return self.err(400, "prompt: Field required", "BadRequestError")
+                prompt = req["prompt"] if isinstance(req["prompt"], str) else json.dumps(req["prompt"])
+            max_tokens = req.get("max_completion_tokens") or req.get("max_tokens")
+            max_tokens = int(max_tokens) if max_tokens is not None else (len(WORDS) if chat else 16)
+            if max_tokens < 1:
+                return self.err(400, "max_tokens must be at least 1, got %d." % max_tokens, "BadRequestError")
+            toks = WORDS[:max_tokens]
+            finish = "stop" if len(toks) == len(WORDS) else "length"
+            ptoks = max(1, len(prompt.split()))
+            srv.stats["prompt"] += ptoks
+            srv.stats["gen"] += len(toks)
+            srv.stats["ok"] += 1
+            rid = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(16)
+            created = int(time.time())
+            usage = {"prompt_tokens": ptoks, "total_tokens": ptoks + len(toks), "completion_tokens": len(toks),
+                     "prompt_tokens_details": None}
+            if req.get("stream"):
+                return self.stream(chat, rid, created, model, toks, finish, usage, req)
+            text = " ".join(toks)
+            if chat:
+                choice = {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None,
+                                                  "annotations": None, "audio": None, "function_call": None,
+                                                  "tool_calls": [], "reasoning_content": None},
+                          "logprobs": None, "finish_reason": finish, "stop_reason": None}
+                obj = "chat.completion"
+            else:
+                choice = {"index": 0, "text": " " + text, "logprobs": None, "finish_reason": finish,
+                          "stop_reason": None, "prompt_logprobs": None}
+                obj = "text_completion"
+            self.send_json(200, {"id": rid, "object": obj, "created": created, "model": model,
+                                 "choices": [choice], "usage": usage, "service_tier": None,
+                                 "system_fingerprint": None, "prompt_logprobs": None, "kv_transfer_params": None})
+
+        def stream(self, chat, rid, created, model, toks, finish, usage, req):
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            obj = "chat.completion.chunk" if chat else "text_completion"
+
+            def chunk(delta_or_text, fin=None):
+                if chat:
+                    c = {"index": 0, "delta": delta_or_text, "logprobs": None, "finish_reason": fin}
+                    if fin:
+                        c["stop_reason"] = None
+                else:
+                    c = {"index": 0, "text": delta_or_text, "logprobs": None, "finish_reason": fin,
+                         "stop_reason": None}
+                data = {"id": rid, "object": obj, "created": created, "model": model, "choices": [c]}
+                self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+                self.wfile.flush()
+
+            try:
+                if chat:
+                    chunk({"role": "assistant", "content": ""})
+                for i, t in enumerate(toks):
+                    piece = (" " if (i or not chat) else "") + t
+                    fin = finish if i == len(toks) - 1 else None
+                    chunk({"content": piece} if chat else piece, fin)
+                if (req.get("stream_options") or {}).get("include_usage"):
+                    data = {"id": rid, "object": obj, "created": created, "model": model, "choices": [],
+                            "usage": usage}
+                    self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except OSError:
+                pass
+
+    return H
+
+
+def metrics(srv):
+    labels = '{engine="0",model_name="%s"}' % srv.served[0]
+    rows = [
+        ("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", 0.0),
+        ("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", 0.0),
+        ("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", 0.0),
+        ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", float(srv.stats["prompt"])),
+        ("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+         float(srv.stats["gen"])),
+    ]
+    out = []
+    for name, typ, help_, val in rows:
+        out += ["# HELP %s %s" % (name, help_), "# TYPE %s %s" % (name, typ), "%s%s %s" % (name, labels, val)]
+    out += ["# HELP vllm:request_success_total Count of successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+            'vllm:request_success_total{engine="0",finished_reason="stop",model_name="%s"} %s' % (
+                srv.served[0], float(srv.stats["ok"])),
+            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+            "# TYPE vllm:cache_config_info gauge",
+            'vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="%s",num_gpu_blocks="%d"} '
+            '1.0' % (srv.util, getattr(srv, "kv_tokens", 0) // 16)]
+    return "\n".join(out) + "\n"
+
+
+def serve(argv):
+    def on_term(signum, frame):
+        STOP.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    srv = Server(argv)
+    try:
+        return srv.run()
+    except Fatal as f:
+        srv.close()
+        return f.code
