@@ -8,47 +8,20 @@ import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { findModel } from "../../components/catalog";
 import { planMemory } from "../../components/memory";
-import { COMMAND, CONTAINER, REMOTE_IMAGE, UNKNOWN, policies } from "../../policies/rules";
+import { COMMAND, CONTAINER } from "../../policies/rules";
+import { OfflineResource, planResources, verdicts } from "../../policies/offline";
 import { evaluateWithMocks, stackConfig } from "../harness/mocks";
 
-type Res = { type: string; name: string; urn: string; props: Record<string, any> };
+type Res = OfflineResource;
 const ROOT = path.join(__dirname, "..", "..");
 const STACKS = fs.readdirSync(ROOT).map(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((s): s is string => !!s);
 
 /** Every violation of every rule, as "rule: message". */
-function violations(resources: Res[]): string[] {
-    const out: string[] = [];
-    for (const p of policies) {
-        const report = (m: string) => out.push(`${p.name}: ${m}`);
-        if ("validateStack" in p && p.validateStack) p.validateStack({ resources, getConfig: () => ({}) } as any, report);
-        else for (const r of resources) for (const fn of [("validateResource" in p && p.validateResource) || []].flat()) fn({ ...r, getConfig: () => ({}) } as any, report);
-    }
-    return out;
-}
+const violations = (resources: Res[]): string[] => verdicts(resources).flatMap(v => v.violations.map(m => `${v.policy}: ${m}`));
 
 const rawOf = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.replace(/^spark-vllm:/, ""), v]));
 
-/** Resources as the components build them from the plan, with preview's unknowns where outputs feed inputs. */
-function fromPlan(config: Record<string, unknown>): Res[] {
-    const plan = planCluster(parseSpec(rawOf(config)), "# tools");
-    const res = (type: string, name: string, props: Record<string, any>): Res => ({ type, name, urn: `urn:pulumi:stack::spark-vllm::${type}::${name}`, props });
-    const cmd = (name: string, c: { create: string; delete?: string; stdin?: string }) =>
-        res(COMMAND, name, { create: c.create, ...(c.delete ? { delete: c.delete } : {}), ...(c.stdin ? { stdin: UNKNOWN } : {}) });
-    return [
-        ...plan.hosts.flatMap(h => [
-            res(REMOTE_IMAGE, `${h.host.name}-image`, { name: h.container.image, platform: h.container.platform }),
-            res(CONTAINER, `${h.host.name}-container`, {
-                name: h.container.name, image: UNKNOWN, entrypoints: h.container.entrypoint, command: h.container.command,
-                envs: h.container.env.map(([k, v]) => `${k}=${v}`), networkMode: h.container.networkMode, ipcMode: h.container.ipcMode,
-                gpus: h.container.gpus, capabilities: { adds: h.container.capabilities }, devices: h.container.devices, ulimits: h.container.ulimits,
-                labels: h.container.labels.map(([label, value]) => ({ label, value })),
-            }),
-            cmd(`${h.host.name}-preflight`, h.preflight),
-            cmd(`${h.host.name}-ray`, h.rayLaunch),
-        ]),
-        cmd("ray-probe", plan.rayProbe), cmd("compat", plan.compat), cmd("launch", plan.vllmLaunch), cmd("probe", plan.endpointProbe),
-    ];
-}
+const fromPlan = (config: Record<string, unknown>): Res[] => planResources(planCluster(parseSpec(rawOf(config)), "# tools"));
 
 test("committed stacks exist", () => assert.ok(STACKS.includes("spark"), `stacks: ${STACKS.join(", ")}`));
 

@@ -1,0 +1,132 @@
+// What the real providers do, performed for real over the transports they use:
+// docker CLI with DOCKER_HOST=ssh://… for images and containers, ssh for remote commands.
+import { spawn } from "child_process";
+import * as crypto from "crypto";
+
+export interface Transport {
+    /** Environment for the local docker and ssh clients (PATH, ssh config for docker's ssh). */
+    env: NodeJS.ProcessEnv;
+    /** Extra arguments for ssh (e.g. ["-F", config]). */
+    sshArgs: string[];
+    /** The one place the test bed lowers memlock: the machine's hard limit is below "unlimited". */
+    memlockBytes?: number;
+}
+
+export interface Result {
+    code: number;
+    stdout: string;
+    stderr: string;
+}
+
+export function exec(argv: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number } = {}): Promise<Result> {
+    return new Promise(resolve => {
+        const child = spawn(argv[0], argv.slice(1), { env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", d => (stdout += d));
+        child.stderr.on("data", d => (stderr += d));
+        const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : undefined;
+        child.on("error", e => resolve({ code: 127, stdout, stderr: stderr + String(e) }));
+        child.on("close", code => {
+            if (timer) clearTimeout(timer);
+            resolve({ code: code ?? 128, stdout, stderr });
+        });
+        child.stdin.on("error", () => {});
+        child.stdin.end(opts.stdin ?? "");
+    });
+}
+
+// ---------------------------------------------------------------- remote.Command
+
+export interface Connection {
+    host: string;
+    user?: string;
+    port?: number;
+}
+
+/**
+ * Runs a command as @pulumi/command's remote.Command does: one SSH session, the text as the
+ * session command, `environment` sent as SSH SetEnv (refused by a default sshd, as for real),
+ * stdin piped. Fails as the provider fails, with the command text and both streams.
+ */
+export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>): Promise<Result> {
+    const setEnv = Object.entries(environment ?? {}).flatMap(([k, v]) => ["-o", `SetEnv=${k}=${v}`]);
+    const argv = ["ssh", ...t.sshArgs, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", ...setEnv,
+        "-p", String(conn.port ?? 22), `${conn.user ?? "root"}@${conn.host}`, command];
+    return exec(argv, { env: t.env, stdin });
+}
+
+export function commandError(command: string, r: Result): Error {
+    return new Error(`Process exited with status ${r.code}: running ${JSON.stringify(command)}:\n${r.stdout}${r.stderr}`);
+}
+
+// ---------------------------------------------------------------- docker
+
+function docker(t: Transport, dockerHost: string, args: string[], timeoutMs = 600_000): Promise<Result> {
+    return exec(["docker", ...args], { env: { ...t.env, DOCKER_HOST: dockerHost }, timeoutMs });
+}
+
+async function mustDocker(t: Transport, dockerHost: string, args: string[]): Promise<string> {
+    const r = await docker(t, dockerHost, args);
+    if (r.code !== 0) throw new Error(`docker ${args.join(" ")} on ${dockerHost} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
+    return r.stdout;
+}
+
+/** docker.RemoteImage create: pull by reference for the platform; outputs repoDigest and imageId. */
+export async function pullImage(t: Transport, dockerHost: string, inputs: Record<string, any>): Promise<Record<string, unknown>> {
+    const name: string = inputs.name;
+    await mustDocker(t, dockerHost, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
+    const inspect = JSON.parse(await mustDocker(t, dockerHost, ["image", "inspect", name]))[0];
+    const repo = name.split("@")[0].replace(/:[^/:]*$/, "");
+    const repoDigest = (inspect.RepoDigests as string[]).find(d => d.startsWith(`${repo}@`)) ?? inspect.RepoDigests[0];
+    return { ...inputs, repoDigest, imageId: inspect.Id };
+}
+
+export async function removeImage(t: Transport, dockerHost: string, state: Record<string, any>): Promise<void> {
+    if (state.keepLocally) return;
+    await docker(t, dockerHost, ["rmi", state.repoDigest ?? state.name]);
+}
+
+/** docker.Container create: the same `docker run` the provider's API call amounts to. */
+export function runArgs(t: Transport, inputs: Record<string, any>): string[] {
+    const args = ["run", "-d", "--name", inputs.name];
+    if (inputs.networkMode) args.push("--network", inputs.networkMode);
+    if (inputs.ipcMode) args.push("--ipc", inputs.ipcMode);
+    if (inputs.gpus) args.push("--gpus", inputs.gpus);
+    if (inputs.init) args.push("--init");
+    if (inputs.shmSize) args.push("--shm-size", `${inputs.shmSize}m`);
+    if (inputs.restart) args.push("--restart", inputs.restart);
+    if (inputs.privileged) args.push("--privileged");
+    for (const u of inputs.ulimits ?? []) {
+        const lower = (n: number) => (u.name === "memlock" && t.memlockBytes !== undefined && (n < 0 || n > t.memlockBytes) ? t.memlockBytes : n);
+        args.push("--ulimit", `${u.name}=${lower(u.soft)}:${lower(u.hard)}`);
+    }
+    for (const c of inputs.capabilities?.adds ?? []) args.push("--cap-add", c);
+    for (const d of inputs.devices ?? []) args.push("--device", `${d.hostPath}:${d.containerPath ?? d.hostPath}`);
+    for (const m of inputs.mounts ?? []) args.push("--mount", `type=${m.type},source=${m.source},target=${m.target}`);
+    for (const l of inputs.labels ?? []) args.push("--label", `${l.label}=${l.value}`);
+    for (const e of inputs.envs ?? []) args.push("--env", e);
+    if (inputs.entrypoints?.length) args.push("--entrypoint", inputs.entrypoints[0]);
+    args.push(inputs.image, ...(inputs.entrypoints?.slice(1) ?? []), ...(inputs.command ?? []));
+    return args;
+}
+
+export async function createContainer(t: Transport, dockerHost: string, inputs: Record<string, any>): Promise<string> {
+    const id = (await mustDocker(t, dockerHost, runArgs(t, inputs))).trim();
+    if (inputs.mustRun) {
+        const running = (await mustDocker(t, dockerHost, ["inspect", "-f", "{{.State.Running}}", id])).trim();
+        if (running !== "true") throw new Error(`container ${inputs.name} on ${dockerHost} exited right after start`);
+    }
+    return id;
+}
+
+export async function removeContainer(t: Transport, dockerHost: string, state: Record<string, any>): Promise<void> {
+    await docker(t, dockerHost, ["stop", "-t", String(state.destroyGraceSeconds ?? 10), state.name]);
+    const r = await docker(t, dockerHost, ["rm", "-f", state.name]);
+    if (r.code !== 0 && !/No such container/.test(r.stderr)) throw new Error(`docker rm ${state.name} on ${dockerHost}: ${r.stderr.trim()}`);
+}
+
+export function randomPassword(length: number): string {
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    return Array.from(crypto.randomBytes(length), b => alphabet[b % alphabet.length]).join("");
+}

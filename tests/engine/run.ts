@@ -1,0 +1,188 @@
+// Child process: one `pulumi up` or `pulumi destroy` of the real program against real hosts.
+// argv[2]: JSON request. Prints one JSON Report on stdout.
+import * as fs from "fs";
+import * as pulumi from "@pulumi/pulumi";
+import { evaluate } from "../harness/evaluate";
+import { Transport, commandError, createContainer, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
+import { Entry, Op, OpKind, State, diff, keyOf, loadState, saveState } from "./state";
+
+export interface Request {
+    mode: "up" | "destroy";
+    stack: string;
+    config: Record<string, unknown>;
+    secretKeys?: string[];
+    statePath: string;
+    transport: Transport;
+}
+
+export interface Report {
+    ops: Op[];
+    outputs?: Record<string, unknown>;
+    /** The first resource error, as `pulumi up` prints it. */
+    error?: string;
+    errors: string[];
+    wallMs: number;
+}
+
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+function plain(value: any): any {
+    if (Array.isArray(value)) return value.map(plain);
+    if (value && typeof value === "object") {
+        if (value[SECRET_SIG]) return plain(value.value);
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+    }
+    return value;
+}
+
+class Engine {
+    readonly ops: Op[] = [];
+    readonly errors: string[] = [];
+    private readonly seen = new Set<string>();
+    private readonly providers = new Map<string, string>();
+    private seq = 0;
+    private readonly t0 = Date.now();
+
+    constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport) {
+        for (const e of Object.values(state.resources))
+            if (e.type === "pulumi:providers:docker") this.providers.set(e.id, e.inputs.host);
+    }
+
+    private save(): void {
+        saveState(this.statePath, this.state);
+    }
+
+    private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>): Promise<T> {
+        const startMs = Date.now() - this.t0;
+        const { actions, value } = await fn();
+        this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
+        return value;
+    }
+
+    async register(args: pulumi.runtime.MockResourceArgs): Promise<pulumi.runtime.MockResourceResult> {
+        const inputs = plain(args.inputs);
+        const key = keyOf(args.type, args.name);
+        this.seen.add(key);
+        if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, state: {} };
+        const old = this.state.resources[key];
+        const kind = diff(args.type, old, inputs);
+        const dockerHost = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
+        try {
+            const entry = await this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, dockerHost));
+            entry.seq = this.seq++;
+            this.state.resources[key] = entry;
+            if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, entry.inputs.host);
+            this.save();
+            return { id: entry.id, state: entry.outputs };
+        } catch (err) {
+            const message = `${args.type} ${args.name}: ${err instanceof Error ? err.message : String(err)}`;
+            this.errors.push(message);
+            this.save();
+            throw new Error(message);
+        }
+    }
+
+    private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, dockerHost?: string): Promise<{ actions: number; value: Entry }> {
+        const base = { type, name, dockerHost, seq: 0 };
+        if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? dockerHost } };
+        let actions = 0;
+        if (kind === "replace" && old) {
+            actions += await this.remove(old);
+            delete this.state.resources[keyOf(type, name)];
+            this.save();
+        }
+        switch (type) {
+            case "pulumi:providers:docker":
+                return { actions, value: { ...base, id: `${name}-provider`, inputs, outputs: inputs } };
+            case "random:index/randomPassword:RandomPassword": {
+                const result = randomPassword(inputs.length ?? 16);
+                return { actions, value: { ...base, id: "none", inputs, outputs: { ...inputs, result } } };
+            }
+            case "docker:index/remoteImage:RemoteImage": {
+                const outputs = kind === "update" ? { ...old!.outputs, ...inputs } : await pullImage(this.t, dockerHost!, inputs);
+                return { actions: actions + (kind === "update" ? 0 : 1), value: { ...base, id: outputs.imageId as string, inputs, outputs } };
+            }
+            case "docker:index/container:Container": {
+                const id = await createContainer(this.t, dockerHost!, inputs);
+                return { actions: actions + 1, value: { ...base, id, inputs, outputs: { ...inputs, id } } };
+            }
+            case "command:remote:Command": {
+                const text: string | undefined = kind === "update" ? inputs.update ?? inputs.create : inputs.create;
+                let outputs: Record<string, unknown> = { ...inputs, stdout: "", stderr: "" };
+                if (text) {
+                    const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment);
+                    actions++;
+                    if (r.code !== 0) throw commandError(text, r);
+                    outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
+                }
+                const id = kind === "update" ? old!.id : `${name}-${randomPassword(8)}`;
+                return { actions, value: { ...base, id, inputs, outputs } };
+            }
+            default:
+                throw new Error(`the test engine does not know how to create ${type}`);
+        }
+    }
+
+    /** Deletes one resource as its provider would; returns the number of actions run. */
+    async remove(e: Entry): Promise<number> {
+        switch (e.type) {
+            case "command:remote:Command": {
+                if (!e.inputs.delete) return 0;
+                const r = await runRemote(this.t, e.inputs.connection, e.inputs.delete, e.inputs.stdin, e.inputs.environment);
+                if (r.code !== 0) throw commandError(e.inputs.delete, r);
+                return 1;
+            }
+            case "docker:index/container:Container":
+                await removeContainer(this.t, e.dockerHost!, e.inputs);
+                return 1;
+            case "docker:index/remoteImage:RemoteImage":
+                await removeImage(this.t, e.dockerHost!, { ...e.inputs, ...e.outputs });
+                return e.inputs.keepLocally ? 0 : 1;
+            default:
+                return 0;
+        }
+    }
+
+    /** Deletes, in reverse dependency order, what is in state but was not registered (all of it on destroy). */
+    async deleteUnseen(): Promise<void> {
+        const stale = Object.entries(this.state.resources).filter(([k]) => !this.seen.has(k)).sort(([, a], [, b]) => b.seq - a.seq);
+        for (const [key, entry] of stale) {
+            try {
+                await this.step("delete", entry.type, entry.name, async () => ({ actions: await this.remove(entry), value: undefined }));
+                delete this.state.resources[key];
+                this.save();
+            } catch (err) {
+                this.errors.push(`${entry.type} ${entry.name}: delete failed: ${err instanceof Error ? err.message : String(err)}`);
+                return;
+            }
+        }
+    }
+}
+
+async function main(): Promise<void> {
+    const request: Request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+    const engine = new Engine(loadState(request.statePath), request.statePath, request.transport);
+    const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0 };
+    const t0 = Date.now();
+    if (request.mode === "destroy") {
+        await engine.deleteUnseen();
+    } else {
+        try {
+            report.outputs = await evaluate({
+                stack: request.stack,
+                config: request.config,
+                secretKeys: request.secretKeys,
+                mocks: { newResource: args => engine.register(args), call: args => args.inputs },
+            });
+        } catch (err) {
+            if (engine.errors.length === 0) engine.errors.push(err instanceof Error ? err.message : String(err));
+        }
+        // Like the real engine, a failed update deletes nothing it did not replace.
+        if (engine.errors.length === 0) await engine.deleteUnseen();
+    }
+    report.error = engine.errors[0];
+    report.wallMs = Date.now() - t0;
+    process.stdout.write(JSON.stringify(report));
+    process.exit(0);
+}
+
+main();

@@ -1,0 +1,65 @@
+// The test engine's state file and the diff rules of the real engine and providers.
+import * as fs from "fs";
+
+export interface Entry {
+    type: string;
+    name: string;
+    id: string;
+    inputs: Record<string, any>;
+    outputs: Record<string, any>;
+    /** DOCKER_HOST of the provider a docker resource was created through. */
+    dockerHost?: string;
+    /** Registration order in the last run: dependencies come first, so deletes go in reverse. */
+    seq: number;
+}
+
+export interface State {
+    resources: Record<string, Entry>;
+}
+
+export type OpKind = "create" | "update" | "replace" | "delete" | "same";
+
+export interface Op {
+    op: OpKind;
+    type: string;
+    name: string;
+    /** Remote commands and docker operations this step ran. */
+    actions: number;
+    startMs: number;
+    endMs: number;
+}
+
+export const keyOf = (type: string, name: string) => `${type}::${name}`;
+
+export function loadState(file: string): State {
+    return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : { resources: {} };
+}
+
+export function saveState(file: string, state: State): void {
+    fs.writeFileSync(`${file}.tmp`, JSON.stringify(state, null, 1));
+    fs.renameSync(`${file}.tmp`, file);
+}
+
+/** Key-order independent JSON, so equal inputs compare equal. */
+export function stable(value: unknown): string {
+    return JSON.stringify(value, (_k, v) =>
+        v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map(k => [k, v[k]])) : v);
+}
+
+/** What the engine would do with a resource given its old state and new inputs. */
+export function diff(type: string, old: Entry | undefined, inputs: Record<string, any>): OpKind {
+    if (!old) return "create";
+    if (stable(old.inputs) === stable(inputs)) return "same";
+    switch (type) {
+        case "command:remote:Command":
+            // Only triggers force replacement; any other change runs update (or create again).
+            return stable(old.inputs.triggers) !== stable(inputs.triggers) ? "replace" : "update";
+        case "docker:index/remoteImage:RemoteImage":
+            return old.inputs.name !== inputs.name || old.inputs.platform !== inputs.platform ? "replace" : "update";
+        case "pulumi:providers:docker":
+            return "update";
+        default:
+            // Containers force replacement on env, mounts, devices, command, image…; passwords regenerate.
+            return "replace";
+    }
+}
