@@ -185,7 +185,7 @@ function rayLaunch(container: string, argv: string[]): CommandPlan {
     const stop = ifContainerRunning(container, withTimeout(60, dockerExec(container, ["ray", "stop", "--force"])));
     return {
         // A failed earlier `up` may have left Ray running: stop it first so create is repeatable.
-        create: script([`${dockerExec(container, ["ray", "stop", "--force"])} >/dev/null 2>&1 || true`, withTimeout(120, dockerExec(container, argv))]),
+        create: script([`${withTimeout(60, dockerExec(container, ["ray", "stop", "--force"]))} >/dev/null 2>&1 || true`, withTimeout(120, dockerExec(container, argv))]),
         delete: stop,
         timeoutSeconds: 120,
     };
