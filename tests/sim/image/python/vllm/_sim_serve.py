@@ -312,6 +312,26 @@ class Server:
                 (PY + "/vllm/entrypoints/openai/api_server.py", 1847, "create_server_socket",
                  "sock.bind(addr)")], "OSError: [Errno %d] %s" % (e.errno, e.strerror))
             raise Fatal(1)
+        # Two sockets with SO_REUSEADDR may both bind a port while neither listens; real vLLM's
+        # second instance fails here, so hold a per-address lock for the life of the process.
+        import fcntl
+        lockdir = os.environ.get("VLLM_SIM_LOCK_DIR", "/tmp/vllm-sim-ports")
+        try:
+            os.makedirs(lockdir, exist_ok=True)
+            self.lockf = open(os.path.join(lockdir, "%s_%d.lock" % (self.host, self.port)), "w")
+            fcntl.flock(self.lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            s.close()
+            self.api.traceback(API_FRAMES + [
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1926, "run_server",
+                 "listen_address, sock = setup_server(args)"),
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1904, "setup_server",
+                 "sock = create_server_socket(sock_addr)"),
+                (PY + "/vllm/entrypoints/openai/api_server.py", 1847, "create_server_socket",
+                 "sock.bind(addr)")], "OSError: [Errno 98] Address already in use")
+            raise Fatal(1)
+        except OSError:
+            pass
         self.sock = s
 
     def banner(self):
