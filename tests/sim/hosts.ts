@@ -1,0 +1,747 @@
+// Simulated DGX Spark hosts for the end-to-end tests (GitHub issue 3). Needs root.
+//
+// Each host is a network namespace on the bridge svbr0 (198.18.0.1/24 on the root side,
+// hosts 198.18.0.2..5), whose end of the veth is named like a Spark's fabric netdev
+// (enp1s0f1np1), plus a private mount + UTS namespace in which the host's own OpenSSH
+// server and Docker daemon run. Inside it, /root, /run, /var/tmp and /usr/local/sbin are
+// bind-mounted from the host's private dir, and /dev is an overlay that adds a fake
+// /dev/infiniband/uverbs0. A docker-registry on 198.18.0.1:5000 serves the stand-in vLLM
+// image (tests/sim/image.ts). See tests/sim/README.md.
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { buildAndPush, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
+import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
+import { alive, cmdline, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
+
+export { SimModel, QWEN35_122B_FP8, QWEN3_30B_A3B, DEFAULT_MODELS, modelRevision, modelCacheName } from "./models";
+export { SimRelease, DEFAULT_RELEASES } from "./image";
+export { RunResult } from "./util";
+
+/**
+ * The ONE place the test bed lowers memlock: this machine's hard RLIMIT_MEMLOCK is 8 MiB and
+ * cannot be raised, so each sim host's dockerd finds a wrapper `runc` first on its PATH
+ * (tests/sim/host-bin/runc) that caps RLIMIT_MEMLOCK in the container's OCI spec at this
+ * value. The program and the test engine pass `memlock=-1:-1` unchanged; `docker inspect`
+ * shows -1; `ulimit -l` inside the container shows 8192 (KiB).
+ */
+export const SIM_MEMLOCK_BYTES = 8 * 1024 * 1024;
+export const SIM_BRIDGE = "svbr0";
+export const SIM_BRIDGE_ADDRESS = "198.18.0.1";
+export const SIM_REGISTRY = `${SIM_BRIDGE_ADDRESS}:5000`;
+export const SIM_FABRIC_INTERFACE = "enp1s0f1np1";
+export const SIM_HOST_NAMES = ["spark-a", "spark-b", "spark-c", "spark-d"];
+/** Runtime state that must be found again by a later run: state.json, namespace files, agent socket. */
+export const SIM_STATE_DIR = "/run/spark-vllm-sim";
+const REPO_ROOT = path.resolve(__dirname, "..", "..");
+/** Data: `<SIM_DIR>/run` (deleted by stop) and `<SIM_DIR>/cache` (kept: rootfs tarball, registry storage). */
+export const SIM_DIR = process.env.SPARK_VLLM_SIM_DIR ?? path.join(REPO_ROOT, ".sim");
+export const SIM_CACHE_DIR = process.env.SPARK_VLLM_SIM_CACHE ?? path.join(SIM_DIR, "cache");
+const HOST_BIN_SRC = path.join(__dirname, "host-bin");
+const DEFAULT_IMAGE_DIR = path.join(__dirname, "image");
+const STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const CGROUP_PREFIX = "spark-vllm-sim-";
+
+export interface SimHost {
+    name: string;
+    /** 198.18.0.x: SSH address and fabric address (on `fabricInterface`). */
+    address: string;
+    /** `ip netns` name. */
+    netns: string;
+    /** Root-side veth (bridge port); `setHostDown` switches it. */
+    veth: string;
+    fabricInterface: string;
+    /** This host's private dir (root-namespace path). */
+    root: string;
+    /** Root-namespace path of the host's /root/.cache/huggingface. */
+    hfCache: string;
+    /** Root-namespace path of the host's /var/tmp/spark-vllm. */
+    logDir: string;
+    /** `ssh://root@198.18.0.x` */
+    dockerHost: string;
+    /** The host's own dockerd and sshd. */
+    pids: { sshd: number; dockerd: number };
+    storageDriver: string;
+}
+
+export interface SimOptions {
+    /** 2..4, default 2. */
+    hosts?: number;
+    /** What nvidia-smi reports as memory.total; null → "[N/A]". Default 119.7 (GiB). */
+    gpuMemoryGiB?: number | null;
+    /** Driver version nvidia-smi reports. Default 580.95.05. */
+    driver?: string;
+    /** Models in every host's HF cache. Default: Qwen/Qwen3.5-122B-A10B-FP8. */
+    models?: SimModel[];
+    /** Image tags → release.json. Default: 0.17.1 and 0.14.0. */
+    releases?: Record<string, SimRelease>;
+    /** The stand-ins copied to /opt/vllm-sim. Default tests/sim/image. */
+    imageDir?: string;
+    /** Default overlay2, falling back to vfs if dockerd will not start with it. */
+    storageDriver?: "overlay2" | "vfs";
+    /** Progress lines (default: silent unless SPARK_VLLM_SIM_VERBOSE=1). */
+    log?: (line: string) => void;
+    /** Tear down a sim whose owner process is still alive (default false: refuse). */
+    force?: boolean;
+    /** Tear down on SIGINT/SIGTERM of this process (default true). */
+    handleSignals?: boolean;
+    /** Record this owner PID in the state file (the CLI uses 0: "no live owner"). */
+    ownerPid?: number;
+}
+
+export interface ExecOptions { input?: string | Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv }
+
+export interface Sim {
+    hosts: SimHost[];
+    /** "198.18.0.1:5000" */
+    registry: string;
+    /** tag → "198.18.0.1:5000/vllm-sim@sha256:..." */
+    images: Record<string, string>;
+    /** ssh client config (User root, IdentityFile, known_hosts, aliases spark-a.. → addresses). */
+    sshConfigFile: string;
+    sshKeyFile: string;
+    knownHostsFile: string;
+    /** An ssh-agent holding sshKeyFile (also in env.SSH_AUTH_SOCK). */
+    sshAuthSock: string;
+    /**
+     * Environment for local ssh/docker clients: PATH starts with a dir whose `ssh`/`scp` add
+     * `-F sshConfigFile`; SSH_AUTH_SOCK; SPARK_VLLM_SIM_SSH_CONFIG / _SSH_KEY / _KNOWN_HOSTS.
+     * DOCKER_HOST is not set (use `dockerEnv(host)`).
+     */
+    env: NodeJS.ProcessEnv;
+    models: SimModel[];
+    /** Milliseconds per bring-up phase. */
+    timings: Record<string, number>;
+    host(name: string): SimHost;
+    /** env + DOCKER_HOST=ssh://root@<address> */
+    dockerEnv(host: string): NodeJS.ProcessEnv;
+    /** Writes `<hfCache>/sim-faults.json` (null removes it). */
+    setFaults(host: string, faults: object | null): Promise<void>;
+    /** Takes the host's link down (ssh/docker/fabric unreachable; processes keep running) or back up. */
+    setHostDown(host: string, down: boolean): Promise<void>;
+    /** Runs bash -c cmd directly inside the host's namespaces (console access: works while down). */
+    exec(host: string, cmd: string, opts?: ExecOptions): Promise<RunResult>;
+    /** Runs cmd over real ssh (as root@address, with the sim's ssh config). */
+    ssh(host: string, cmd: string, opts?: ExecOptions): Promise<RunResult>;
+    /** Runs the local docker CLI against the host's daemon over ssh. */
+    docker(host: string, args: string[], opts?: ExecOptions): Promise<RunResult>;
+    /** (Re)writes a model into the host's HF cache. */
+    writeModel(host: string, model: SimModel): Promise<void>;
+    /** Deletes one file of a model snapshot on one host (e.g. "model-00001-of-00001.safetensors"). */
+    removeModelFile(host: string, modelId: string, file: string): Promise<void>;
+    /** Root-namespace path of a model's snapshot dir on a host. */
+    snapshotDir(host: string, modelId: string): string;
+    stop(): Promise<void>;
+}
+
+interface HostState {
+    name: string; address: string; netns: string; veth: string; root: string;
+    mntFile: string; utsFile: string; sshdPid?: number; dockerdPid?: number;
+}
+interface SimState {
+    version: 1;
+    ownerPid: number;
+    runDir: string;
+    hosts: HostState[];
+    registryPid?: number;
+    agentPid?: number;
+}
+
+const STATE_FILE = path.join(SIM_STATE_DIR, "state.json");
+const NS_DIR = path.join(SIM_STATE_DIR, "ns");
+
+function hostDefaults(name: string, index: number, runDir: string): HostState {
+    return {
+        name,
+        address: `198.18.0.${index + 2}`,
+        netns: `sv-${name}`,
+        veth: `sv-${name}`,
+        root: path.join(runDir, "hosts", name),
+        mntFile: path.join(NS_DIR, `${name}.mnt`),
+        utsFile: path.join(NS_DIR, `${name}.uts`),
+    };
+}
+
+function readState(): SimState | undefined {
+    try {
+        return JSON.parse(fs.readFileSync(STATE_FILE, "utf8")) as SimState;
+    } catch {
+        return undefined;
+    }
+}
+
+function writeState(s: SimState): void {
+    fs.mkdirSync(SIM_STATE_DIR, { recursive: true });
+    fs.writeFileSync(STATE_FILE + ".tmp", JSON.stringify(s, null, 2));
+    fs.renameSync(STATE_FILE + ".tmp", STATE_FILE);
+}
+
+function mounts(): string[] {
+    return fs.readFileSync("/proc/self/mounts", "utf8").split("\n").map(l => l.split(" ")[1]).filter(Boolean)
+        .map(m => m.replace(/\\040/g, " "));
+}
+
+function isMountpoint(p: string): boolean {
+    return mounts().includes(p);
+}
+
+function nsInode(file: string): number | undefined {
+    try {
+        if (!isMountpoint(file)) return undefined;
+        return fs.statSync(file).ino;
+    } catch {
+        return undefined;
+    }
+}
+
+/** PIDs whose namespace of kind `kind` has inode `ino`. */
+function pidsInNs(kind: "mnt" | "net", ino: number): number[] {
+    const out: number[] = [];
+    for (const d of fs.readdirSync("/proc")) {
+        if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+        try {
+            const l = fs.readlinkSync(`/proc/${d}/ns/${kind}`);
+            if (l === `${kind}:[${ino}]`) out.push(Number(d));
+        } catch { /* gone */ }
+    }
+    return out;
+}
+
+function cgroupPids(name: string): number[] {
+    const out = new Set<number>();
+    const walk = (dir: string) => {
+        let entries: fs.Dirent[];
+        try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+        try {
+            for (const p of fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n")) if (p) out.add(Number(p));
+        } catch { /* none */ }
+        for (const e of entries) if (e.isDirectory()) walk(path.join(dir, e.name));
+    };
+    for (const ctl of ["pids", "memory", "cpu", "unified"]) walk(`/sys/fs/cgroup/${ctl}/${CGROUP_PREFIX}${name}`);
+    return [...out];
+}
+
+async function removeCgroups(name: string): Promise<void> {
+    let ctls: string[] = [];
+    try { ctls = fs.readdirSync("/sys/fs/cgroup"); } catch { return; }
+    for (const ctl of ctls) {
+        const dir = `/sys/fs/cgroup/${ctl}/${CGROUP_PREFIX}${name}`;
+        if (fs.existsSync(dir)) await sh(`find '${dir}' -depth -type d -exec rmdir {} \\; 2>/dev/null`);
+    }
+}
+
+function nsenterArgs(h: HostState): string[] {
+    return ["nsenter", `--mount=${h.mntFile}`, `--net=/run/netns/${h.netns}`, `--uts=${h.utsFile}`, "--"];
+}
+
+const HOST_ENV: NodeJS.ProcessEnv = { PATH: STD_PATH, HOME: "/root", LANG: "C.UTF-8", USER: "root", LOGNAME: "root" };
+
+async function killAll(pids: number[]): Promise<void> {
+    const mine = pids.filter(p => p !== process.pid && alive(p));
+    for (const p of mine) { try { process.kill(p, "SIGKILL"); } catch { /* gone */ } }
+    for (let i = 0; i < 50 && mine.some(alive); i++) await sleep(100);
+}
+
+async function teardownHost(h: HostState, log: (s: string) => void): Promise<void> {
+    const mntIno = nsInode(h.mntFile);
+    const netIno = nsInode(`/run/netns/${h.netns}`);
+    if (mntIno !== undefined && alive(h.dockerdPid)) {
+        // remove every container through the daemon itself
+        const r = await run([...nsenterArgs(h), "/bin/bash", "-c",
+            "ids=$(docker -H unix:///run/docker.sock ps -aq) && if [ -n \"$ids\" ]; then docker -H unix:///run/docker.sock rm -f $ids >/dev/null; fi"],
+            { env: HOST_ENV, timeoutMs: 60_000 });
+        if (r.code !== 0) log(`${h.name}: removing containers: ${r.stderr.trim()}`);
+    }
+    await stopPid(h.dockerdPid, "dockerd", 15_000);
+    await stopPid(h.sshdPid, "sshd", 5_000);
+    // anything left in this host's namespaces or cgroups was started by the sim
+    const left = [
+        ...(mntIno !== undefined ? pidsInNs("mnt", mntIno) : []),
+        ...(netIno !== undefined ? pidsInNs("net", netIno) : []),
+        ...cgroupPids(h.name),
+    ];
+    if (left.length) {
+        log(`${h.name}: killing leftover processes ${[...new Set(left)].join(" ")}`);
+        await killAll([...new Set(left)]);
+    }
+    for (const f of [h.mntFile, h.utsFile]) {
+        if (isMountpoint(f)) {
+            const r = await run(["umount", f]);
+            if (r.code !== 0) await run(["umount", "-l", f]);
+        }
+        fs.rmSync(f, { force: true });
+    }
+    if (fs.existsSync(`/run/netns/${h.netns}`)) await run(["ip", "netns", "del", h.netns]);
+    if ((await run(["ip", "link", "show", h.veth])).code === 0) await run(["ip", "link", "del", h.veth]);
+    await removeCgroups(h.name);
+}
+
+/** Tears down whatever a previous (or this) run left: by state file and by well-known names. */
+async function teardown(state: SimState | undefined, log: (s: string) => void): Promise<void> {
+    const runDir = state?.runDir ?? path.join(SIM_DIR, "run");
+    const hosts = new Map<string, HostState>();
+    SIM_HOST_NAMES.forEach((n, i) => hosts.set(n, hostDefaults(n, i, runDir)));
+    for (const h of state?.hosts ?? []) hosts.set(h.name, h);
+    await Promise.all([...hosts.values()].map(h => teardownHost(h, log)));
+    await stopPid(state?.registryPid, "docker-registry", 5_000);
+    await stopPid(state?.agentPid, "ssh-agent", 2_000);
+    if ((await run(["ip", "link", "show", SIM_BRIDGE])).code === 0) await run(["ip", "link", "del", SIM_BRIDGE]);
+    // firewall exceptions (only added when a policy was not ACCEPT)
+    for (const chain of ["FORWARD", "INPUT"]) {
+        const rules = (await run(["iptables", "-S", chain])).stdout.split("\n").filter(l => l.includes("spark-vllm-sim"));
+        for (const rule of rules) {
+            await run(["iptables", ...rule.replace(/^-A /, "-D ").match(/"[^"]*"|\S+/g)!.map(a => a.replace(/^"|"$/g, ""))]);
+        }
+    }
+    if (isMountpoint(NS_DIR)) {
+        const r = await run(["umount", NS_DIR]);
+        if (r.code !== 0) await run(["umount", "-l", NS_DIR]);
+    }
+    // remove the run dir only once nothing is mounted below it
+    const busy = mounts().filter(m => m === runDir || m.startsWith(runDir + "/"));
+    for (const m of busy.sort((a, b) => b.length - a.length)) await run(["umount", "-l", m]);
+    if (runDir === path.join(SIM_DIR, "run") || (path.basename(runDir) === "run" && path.basename(path.dirname(runDir)) === ".sim")) {
+        fs.rmSync(runDir, { recursive: true, force: true });
+    } else {
+        log(`not deleting unexpected run dir ${runDir}`);
+    }
+    fs.rmSync(SIM_STATE_DIR, { recursive: true, force: true });
+}
+
+function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
+    return new Promise(resolve => {
+        const s = net.connect({ host, port });
+        const done = (ok: boolean) => { s.destroy(); resolve(ok); };
+        s.setTimeout(timeoutMs, () => done(false));
+        s.once("connect", () => done(true));
+        s.once("error", () => done(false));
+    });
+}
+
+function sshdConfig(h: HostState): string {
+    // Debian 12's default sshd_config (uncommented lines) + where to listen and which files to use.
+    return [
+        "Include /etc/ssh/sshd_config.d/*.conf",
+        "KbdInteractiveAuthentication no",
+        "UsePAM yes",
+        "X11Forwarding yes",
+        "PrintMotd no",
+        "AcceptEnv LANG LC_*",
+        "Subsystem\tsftp\t/usr/lib/openssh/sftp-server",
+        "",
+        "# spark-vllm sim",
+        `ListenAddress ${h.address}`,
+        `HostKey ${h.root}/etc/ssh_host_ed25519_key`,
+        "PidFile /run/sshd.pid",
+        "",
+    ].join("\n");
+}
+
+async function prepareHostDirs(h: HostState, opts: Required<Pick<SimOptions, "driver">> & { gpuMemoryGiB: number | null; models: SimModel[] }, pubKey: string): Promise<void> {
+    const r = h.root;
+    for (const d of ["etc", "bin", "home/.ssh", "home/.cache/huggingface", "run/sshd", "run/lock", "vartmp/spark-vllm",
+        "dev/upper/infiniband", "dev/work", "dev/orig", "docker", "log"]) {
+        fs.mkdirSync(path.join(r, d), { recursive: true });
+    }
+    fs.chmodSync(path.join(r, "home"), 0o700);
+    fs.chmodSync(path.join(r, "home/.ssh"), 0o700);
+    fs.chmodSync(path.join(r, "run/lock"), 0o1777);
+    fs.chmodSync(path.join(r, "vartmp"), 0o1777);
+    fs.symlinkSync("/dev/shm", path.join(r, "run/shm"));
+    fs.writeFileSync(path.join(r, "home/.ssh/authorized_keys"), pubKey, { mode: 0o600 });
+    await must(["mknod", "-m", "666", path.join(r, "dev/upper/infiniband/uverbs0"), "c", "231", "192"]);
+    await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", `root@${h.name}`, "-f", path.join(r, "etc/ssh_host_ed25519_key")]);
+    fs.writeFileSync(path.join(r, "etc/sshd_config"), sshdConfig(h));
+    fs.writeFileSync(path.join(r, "etc/daemon.json"), JSON.stringify({ "deprecated-key-path": path.join(r, "etc/key.json") }, null, 2));
+    for (const f of fs.readdirSync(HOST_BIN_SRC)) {
+        fs.copyFileSync(path.join(HOST_BIN_SRC, f), path.join(r, "bin", f));
+        fs.chmodSync(path.join(r, "bin", f), 0o755);
+    }
+    fs.copyFileSync(path.join(HOST_BIN_SRC, "runc"), path.join(r, "bin", "nvidia-container-runtime"));
+    fs.chmodSync(path.join(r, "bin", "nvidia-container-runtime"), 0o755);
+    const idx = SIM_HOST_NAMES.indexOf(h.name);
+    fs.writeFileSync(path.join(r, "bin", ".sim-gpu.json"), JSON.stringify({
+        name: "NVIDIA GB10",
+        memoryMiB: opts.gpuMemoryGiB === null ? null : Math.round(opts.gpuMemoryGiB * 1024),
+        driver: opts.driver,
+        cuda: "13.0",
+        computeCap: "12.1",
+        uuid: `GPU-5197a3b2-0000-4000-8000-00000000000${idx}`,
+        pciBusId: "0000000F:01:00.0",
+    }, null, 2));
+    for (const m of opts.models) writeModel(path.join(r, "home/.cache/huggingface"), m);
+}
+
+async function createNamespaces(h: HostState): Promise<void> {
+    await must(["ip", "netns", "add", h.netns]);
+    await must(["ip", "link", "add", h.veth, "type", "veth", "peer", "name", SIM_FABRIC_INTERFACE, "netns", h.netns]);
+    await must(["ip", "link", "set", h.veth, "master", SIM_BRIDGE, "up"]);
+    await must(["ip", "-n", h.netns, "addr", "add", `${h.address}/24`, "dev", SIM_FABRIC_INTERFACE]);
+    await must(["ip", "-n", h.netns, "link", "set", SIM_FABRIC_INTERFACE, "up"]);
+    await must(["ip", "-n", h.netns, "link", "set", "lo", "up"]);
+    fs.writeFileSync(h.mntFile, "");
+    fs.writeFileSync(h.utsFile, "");
+    const r = h.root;
+    const setup = `
+set -e
+# drop inherited references to other namespaces
+umount -l '${NS_DIR}' 2>/dev/null || true
+umount -l /run/netns 2>/dev/null || true
+# /dev: an overlay that adds infiniband/uverbs0 without touching the machine's /dev
+mount --rbind /dev '${r}/dev/orig'
+mount -t overlay overlay -o 'lowerdir=/dev,upperdir=${r}/dev/upper,workdir=${r}/dev/work' /dev
+for d in pts shm mqueue hugepages; do
+  if mountpoint -q "${r}/dev/orig/$d"; then mkdir -p "/dev/$d"; mount --rbind "${r}/dev/orig/$d" "/dev/$d"; fi
+done
+umount -R -l '${r}/dev/orig'
+mount --bind '${r}/run' /run
+mount --bind '${r}/home' /root
+mount --bind '${r}/vartmp' /var/tmp
+mount --bind '${r}/bin' /usr/local/sbin
+hostname '${h.name}'
+`;
+    await must(["unshare", `--mount=${h.mntFile}`, `--uts=${h.utsFile}`, "--propagation", "private", "/bin/bash", "-c", setup]);
+}
+
+function dockerdArgs(h: HostState, driver: string): string[] {
+    return [
+        "/usr/sbin/dockerd",
+        "--data-root", path.join(h.root, "docker"),
+        "--exec-root", "/run/docker",
+        "--pidfile", "/run/docker.pid",
+        "-H", "unix:///run/docker.sock",
+        "--config-file", path.join(h.root, "etc/daemon.json"),
+        "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false",
+        "--storage-driver", driver,
+        "--insecure-registry", SIM_REGISTRY,
+        "--add-runtime", "nvidia=/usr/local/sbin/nvidia-container-runtime",
+        "--cgroup-parent", `/${CGROUP_PREFIX}${h.name}`,
+    ];
+}
+
+async function startDockerd(h: HostState, driver: string): Promise<number> {
+    const logFile = path.join(h.root, "log/dockerd.log");
+    const pid = spawnDaemon([...nsenterArgs(h), ...dockerdArgs(h, driver)], logFile, HOST_ENV);
+    const until = Date.now() + 30_000;
+    for (;;) {
+        const r = await run([...nsenterArgs(h), "docker", "-H", "unix:///run/docker.sock", "info", "--format", "{{.Driver}}"],
+            { env: HOST_ENV, timeoutMs: 10_000 });
+        if (r.code === 0 && r.stdout.trim() === driver) return pid;
+        if (!alive(pid)) {
+            const tail = fs.readFileSync(logFile, "utf8").split("\n").slice(-15).join("\n");
+            throw new Error(`${h.name}: dockerd (${driver}) exited; log ${logFile}:\n${tail}`);
+        }
+        if (Date.now() > until) {
+            await stopPid(pid, "dockerd", 5_000);
+            throw new Error(`${h.name}: dockerd (${driver}) did not answer within 30 s; log ${logFile}`);
+        }
+        await sleep(150);
+    }
+}
+
+function writeSshClientFiles(runDir: string, hosts: HostState[]): { config: string; key: string; knownHosts: string; clientBin: string } {
+    const key = path.join(runDir, "id_ed25519");
+    const config = path.join(runDir, "ssh_config");
+    const knownHosts = path.join(runDir, "known_hosts");
+    const clientBin = path.join(runDir, "client-bin");
+    fs.mkdirSync(clientBin, { recursive: true });
+    const lines: string[] = ["# spark-vllm sim: ssh client config (use: ssh -F <this file> root@198.18.0.2)"];
+    for (const h of hosts) lines.push(`Host ${h.name}`, `  HostName ${h.address}`);
+    lines.push(
+        `Host ${hosts.map(h => h.name).join(" ")} 198.18.0.*`,
+        "  User root",
+        `  IdentityFile ${key}`,
+        "  IdentitiesOnly yes",
+        `  UserKnownHostsFile ${knownHosts}`,
+        "  GlobalKnownHostsFile /dev/null",
+        "  StrictHostKeyChecking yes",
+        "  BatchMode yes",
+        "  ConnectTimeout 5",
+        "  ServerAliveInterval 5",
+        "  ServerAliveCountMax 3",
+        "  LogLevel ERROR",
+        "  SendEnv LANG LC_*",
+        "",
+    );
+    fs.writeFileSync(config, lines.join("\n"));
+    fs.writeFileSync(knownHosts, hosts.map(h => {
+        const pub = fs.readFileSync(path.join(h.root, "etc/ssh_host_ed25519_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ");
+        return `${h.name},${h.address} ${pub}\n`;
+    }).join(""));
+    for (const tool of ["ssh", "scp", "sftp"]) {
+        fs.writeFileSync(path.join(clientBin, tool), `#!/bin/sh\n# spark-vllm sim: the sim's ssh config for every local client (docker CLI included)\nexec /usr/bin/${tool} -F '${config}' "$@"\n`, { mode: 0o755 });
+    }
+    return { config, key, knownHosts, clientBin };
+}
+
+async function addFirewallExceptions(): Promise<void> {
+    if ((await run(["iptables", "-S"])).code !== 0) return;
+    const pol = (chain: string) => run(["iptables", "-S", chain]).then(r => /^-P \S+ (\S+)/m.exec(r.stdout)?.[1]);
+    if ((await pol("FORWARD")) !== "ACCEPT") {
+        await must(["iptables", "-I", "FORWARD", "-i", SIM_BRIDGE, "-o", SIM_BRIDGE, "-j", "ACCEPT", "-m", "comment", "--comment", "spark-vllm-sim"]);
+    }
+    if ((await pol("INPUT")) !== "ACCEPT") {
+        await must(["iptables", "-I", "INPUT", "-i", SIM_BRIDGE, "-j", "ACCEPT", "-m", "comment", "--comment", "spark-vllm-sim"]);
+    }
+}
+
+async function startRegistry(runDir: string, storage: string): Promise<number> {
+    const cfg = path.join(runDir, "registry.yml");
+    fs.mkdirSync(storage, { recursive: true });
+    fs.writeFileSync(cfg, [
+        "version: 0.1",
+        "log:",
+        "  level: warn",
+        "storage:",
+        "  filesystem:",
+        `    rootdirectory: ${storage}`,
+        "  delete:",
+        "    enabled: true",
+        "http:",
+        `  addr: ${SIM_REGISTRY}`,
+        "  secret: spark-vllm-sim",
+        "",
+    ].join("\n"));
+    const pid = spawnDaemon(["/usr/bin/docker-registry", "serve", cfg], path.join(runDir, "registry.log"), { PATH: STD_PATH });
+    await waitFor("docker-registry on " + SIM_REGISTRY, async () => {
+        if (!alive(pid)) throw new Error(`docker-registry exited; see ${path.join(runDir, "registry.log")}`);
+        return tcpOpen(SIM_BRIDGE_ADDRESS, 5000);
+    }, 15_000, 100);
+    return pid;
+}
+
+let signalTeardown: (() => void) | undefined;
+
+/** Brings up the simulated Spark hosts. Needs root. Always call `stop()` (try/finally). */
+export async function startSim(options: SimOptions = {}): Promise<Sim> {
+    if (process.getuid?.() !== 0) throw new Error("the sim needs root (network/mount namespaces, dockerd)");
+    const n = options.hosts ?? 2;
+    if (!Number.isInteger(n) || n < 2 || n > SIM_HOST_NAMES.length) throw new Error(`hosts must be 2..${SIM_HOST_NAMES.length}`);
+    const log = options.log ?? (process.env.SPARK_VLLM_SIM_VERBOSE ? (s: string) => process.stderr.write(`[sim] ${s}\n`) : () => undefined);
+    const models = options.models ?? DEFAULT_MODELS;
+    const releases = options.releases ?? DEFAULT_RELEASES;
+    const imageDir = options.imageDir ?? DEFAULT_IMAGE_DIR;
+    const timings: Record<string, number> = {};
+    const t0 = Date.now();
+    let mark = t0;
+    const phase = (name: string) => { const now = Date.now(); timings[name] = now - mark; mark = now; log(`${name}: ${timings[name]} ms`); };
+
+    const old = readState();
+    if (old && old.ownerPid && old.ownerPid !== process.pid && alive(old.ownerPid) && !options.force) {
+        throw new Error(`a sim is already running (owner pid ${old.ownerPid}: ${cmdline(old.ownerPid).slice(0, 120)}); ` +
+            `stop it or pass force: true`);
+    }
+    await teardown(old, log);
+    phase("cleanup");
+
+    const runDir = path.join(SIM_DIR, "run");
+    fs.mkdirSync(runDir, { recursive: true });
+    fs.mkdirSync(NS_DIR, { recursive: true });
+    const hostStates = SIM_HOST_NAMES.slice(0, n).map((name, i) => hostDefaults(name, i, runDir));
+    const state: SimState = { version: 1, ownerPid: options.ownerPid ?? process.pid, runDir, hosts: hostStates };
+    writeState(state);
+
+    let stopped = false;
+    const stop = async () => {
+        if (stopped) return;
+        stopped = true;
+        if (signalTeardown) {
+            process.removeListener("SIGINT", signalTeardown);
+            process.removeListener("SIGTERM", signalTeardown);
+            signalTeardown = undefined;
+        }
+        await teardown(readState() ?? state, log);
+    };
+    if (options.handleSignals !== false) {
+        signalTeardown = () => { void stop().finally(() => process.exit(130)); };
+        process.once("SIGINT", signalTeardown);
+        process.once("SIGTERM", signalTeardown);
+    }
+
+    try {
+        // network: bridge + namespace dir that can hold persistent mount namespaces
+        await must(["ip", "link", "add", SIM_BRIDGE, "type", "bridge"]);
+        await must(["ip", "addr", "add", `${SIM_BRIDGE_ADDRESS}/24`, "dev", SIM_BRIDGE]);
+        await must(["ip", "link", "set", SIM_BRIDGE, "up"]);
+        await addFirewallExceptions();
+        await must(["mount", "--bind", NS_DIR, NS_DIR]);
+        await must(["mount", "--make-private", NS_DIR]);
+
+        // registry: cached storage keyed by every image input, or a fresh one to build into
+        const cacheDir = SIM_CACHE_DIR;
+        const regDir = path.join(cacheDir, `registry-${registryKey(imageDir, releases)}`);
+        const imagesFile = path.join(regDir, "images.json");
+        const cached = fs.existsSync(imagesFile);
+        if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
+        state.registryPid = await startRegistry(runDir, path.join(regDir, "data"));
+        writeState(state);
+        phase("registry");
+
+        // client key + host dirs
+        const key = path.join(runDir, "id_ed25519");
+        await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "spark-vllm-sim", "-f", key]);
+        const pub = fs.readFileSync(key + ".pub", "utf8");
+        const gpuMemoryGiB = options.gpuMemoryGiB === undefined ? 119.7 : options.gpuMemoryGiB;
+        const driver = options.driver ?? "580.95.05";
+        await Promise.all(hostStates.map(h => prepareHostDirs(h, { driver, gpuMemoryGiB, models }, pub)));
+        const client = writeSshClientFiles(runDir, hostStates);
+        phase("files");
+
+        // namespaces, sshd, dockerd
+        const storageDrivers = new Map<string, string>();
+        await Promise.all(hostStates.map(async h => {
+            await createNamespaces(h);
+            h.sshdPid = spawnDaemon([...nsenterArgs(h), "/usr/sbin/sshd", "-D", "-e", "-f", path.join(h.root, "etc/sshd_config")],
+                path.join(h.root, "log/sshd.log"), HOST_ENV);
+            writeState(state);
+            let drv = options.storageDriver ?? "overlay2";
+            try {
+                h.dockerdPid = await startDockerd(h, drv);
+            } catch (e) {
+                if (options.storageDriver || drv !== "overlay2") throw e;
+                log(`${h.name}: overlay2 failed, falling back to vfs: ${(e as Error).message}`);
+                drv = "vfs";
+                h.dockerdPid = await startDockerd(h, drv);
+            }
+            storageDrivers.set(h.name, drv);
+            writeState(state);
+            await waitFor(`${h.name} sshd`, async () => {
+                if (!alive(h.sshdPid)) throw new Error(`${h.name}: sshd exited; see ${path.join(h.root, "log/sshd.log")}`);
+                return tcpOpen(h.address, 22);
+            }, 10_000, 100);
+        }));
+        phase("hosts");
+
+        // ssh-agent for clients that use one (remote.Command without privateKey)
+        const agentSock = path.join(SIM_STATE_DIR, "agent.sock");
+        fs.rmSync(agentSock, { force: true });
+        state.agentPid = spawnDaemon(["/usr/bin/ssh-agent", "-D", "-a", agentSock], path.join(runDir, "ssh-agent.log"), { PATH: STD_PATH });
+        writeState(state);
+        await waitFor("ssh-agent socket", async () => fs.existsSync(agentSock), 5_000, 50);
+        await must(["ssh-add", "-q", key], { env: { PATH: STD_PATH, SSH_AUTH_SOCK: agentSock } });
+
+        const env: NodeJS.ProcessEnv = {
+            ...process.env,
+            PATH: `${client.clientBin}:${process.env.PATH ?? STD_PATH}`,
+            SSH_AUTH_SOCK: agentSock,
+            SPARK_VLLM_SIM_SSH_CONFIG: client.config,
+            SPARK_VLLM_SIM_SSH_KEY: key,
+            SPARK_VLLM_SIM_KNOWN_HOSTS: client.knownHosts,
+        };
+        delete env.DOCKER_HOST;
+        delete env.DOCKER_CONTEXT;
+        delete env.DOCKER_TLS_VERIFY;
+        delete env.DOCKER_CERT_PATH;
+
+        for (const h of hostStates) {
+            const r = await run(["ssh", h.address, "true"], { env, timeoutMs: 15_000 });
+            if (r.code !== 0) throw new Error(`${h.name}: ssh root@${h.address} failed: ${r.stderr.trim()}`);
+        }
+        phase("ssh");
+
+        // images
+        let images: Record<string, string>;
+        if (cached) {
+            images = JSON.parse(fs.readFileSync(imagesFile, "utf8"));
+        } else {
+            const builder = hostStates[0];
+            images = await buildAndPush({
+                docker: (args, input) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
+                registry: SIM_REGISTRY,
+                imageDir,
+                releases,
+                cacheDir,
+                stagingDir: path.join(runDir, "image-staging"),
+                log,
+            });
+            fs.writeFileSync(imagesFile, JSON.stringify(images, null, 2));
+            await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir)]);
+        }
+        phase("images");
+        timings.total = Date.now() - t0;
+
+        const hosts: SimHost[] = hostStates.map(h => ({
+            name: h.name,
+            address: h.address,
+            netns: h.netns,
+            veth: h.veth,
+            fabricInterface: SIM_FABRIC_INTERFACE,
+            root: h.root,
+            hfCache: path.join(h.root, "home/.cache/huggingface"),
+            logDir: path.join(h.root, "vartmp/spark-vllm"),
+            dockerHost: `ssh://root@${h.address}`,
+            pids: { sshd: h.sshdPid!, dockerd: h.dockerdPid! },
+            storageDriver: storageDrivers.get(h.name)!,
+        }));
+        const byName = (name: string): SimHost => {
+            const h = hosts.find(x => x.name === name || x.address === name);
+            if (!h) throw new Error(`no sim host ${name}`);
+            return h;
+        };
+        const stateOf = (name: string) => hostStates.find(x => x.name === byName(name).name)!;
+
+        const sim: Sim = {
+            hosts,
+            registry: SIM_REGISTRY,
+            images,
+            sshConfigFile: client.config,
+            sshKeyFile: key,
+            knownHostsFile: client.knownHosts,
+            sshAuthSock: agentSock,
+            env,
+            models,
+            timings,
+            host: byName,
+            dockerEnv: host => ({ ...env, DOCKER_HOST: byName(host).dockerHost }),
+            async setFaults(host, faults) {
+                const f = path.join(byName(host).hfCache, "sim-faults.json");
+                if (faults === null) fs.rmSync(f, { force: true });
+                else {
+                    fs.writeFileSync(f + ".tmp", JSON.stringify(faults, null, 2));
+                    fs.renameSync(f + ".tmp", f);
+                }
+            },
+            async setHostDown(host, down) {
+                const h = byName(host);
+                await must(["ip", "link", "set", h.veth, down ? "down" : "up"]);
+                if (!down) await waitFor(`${h.name} reachable`, () => tcpOpen(h.address, 22, 500), 10_000, 100);
+            },
+            exec: (host, cmd, o = {}) => run([...nsenterArgs(stateOf(host)), "/bin/bash", "-c", cmd],
+                { env: { ...HOST_ENV, ...(o.env ?? {}) }, input: o.input, timeoutMs: o.timeoutMs }),
+            ssh: (host, cmd, o = {}) => run(["ssh", byName(host).address, "--", cmd],
+                { env: { ...env, ...(o.env ?? {}) }, input: o.input, timeoutMs: o.timeoutMs }),
+            docker: (host, args, o = {}) => run(["docker", ...args],
+                { env: { ...env, DOCKER_HOST: byName(host).dockerHost, ...(o.env ?? {}) }, input: o.input, timeoutMs: o.timeoutMs }),
+            async writeModel(host, model) {
+                writeModel(byName(host).hfCache, model);
+            },
+            async removeModelFile(host, modelId, file) {
+                fs.rmSync(path.join(sim.snapshotDir(host, modelId), file), { recursive: true, force: true });
+            },
+            snapshotDir(host, modelId) {
+                const m = models.find(x => x.id === modelId);
+                const repo = path.join(byName(host).hfCache, "hub", modelCacheName(modelId));
+                const rev = m ? modelRevision(m) : fs.readFileSync(path.join(repo, "refs", "main"), "utf8").trim();
+                return path.join(repo, "snapshots", rev);
+            },
+            stop,
+        };
+        return sim;
+    } catch (e) {
+        try { await stop(); } catch (e2) { log(`teardown after failed start: ${(e2 as Error).message}`); }
+        throw e;
+    }
+}
+
+/** Tears down a sim left by an earlier process (the CLI's `down`, or after a crash). */
+export async function stopSim(log: (s: string) => void = () => undefined): Promise<void> {
+    await teardown(readState(), log);
+}
+
+/** What is up right now (for the CLI's `status`). */
+export async function simStatus(): Promise<{ state?: SimState; netns: string[]; bridge: boolean; mounts: string[] }> {
+    const netns = (await run(["ip", "netns", "list"])).stdout.split("\n").map(l => l.split(" ")[0]).filter(x => x.startsWith("sv-"));
+    const bridge = (await run(["ip", "link", "show", SIM_BRIDGE])).code === 0;
+    const m = mounts().filter(x => x.startsWith(SIM_STATE_DIR) || x.startsWith(path.join(SIM_DIR, "run")));
+    return { state: readState(), netns, bridge, mounts: m };
+}

@@ -1,0 +1,232 @@
+// The stand-in vLLM image: a Debian bookworm minbase rootfs with python3 (debootstrap,
+// cached as a tarball), plus tests/sim/image/ at /opt/vllm-sim and a release.json per tag.
+// Built with `docker import` + `docker commit` on the first sim host, pushed to the sim
+// registry; the registry storage itself is cached, keyed by every input, so a warm
+// bring-up does no build and no push at all.
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { must, run, RunResult, sh } from "./util";
+
+export interface SimRelease {
+    version: string;
+    architectures: string[];
+    /** model_type values transformers knows (read by the transformers stand-in). */
+    model_types?: string[];
+    transformers?: string;
+    ray?: string;
+    [k: string]: unknown;
+}
+
+const COMMON_ARCHS = [
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM",
+    "Gemma3ForConditionalGeneration", "DeepseekV3ForCausalLM", "Phi3ForCausalLM",
+];
+const COMMON_TYPES = [
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
+    "gemma3", "deepseek_v3", "phi3",
+];
+
+/** tag → release description; written to /etc/vllm-sim/release.json in that image. */
+export const DEFAULT_RELEASES: Record<string, SimRelease> = {
+    "0.17.1": {
+        version: "0.17.1",
+        architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
+        model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
+        transformers: "4.57.1",
+        ray: "2.51.1",
+    },
+    "0.14.0": {
+        version: "0.14.0",
+        architectures: [...COMMON_ARCHS],
+        model_types: [...COMMON_TYPES],
+        transformers: "4.56.2",
+        ray: "2.49.2",
+    },
+};
+
+export const IMAGE_REPO = "vllm-sim";
+const BUILD_VERSION = "1"; // bump when the build steps below change
+const SUITE = "bookworm";
+const INCLUDE = ["python3", "procps", "iproute2", "curl"];
+export const IMAGE_PATH = "/opt/vllm-sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const IMAGE_PYTHONPATH = "/opt/vllm-sim/python";
+
+function mirror(): string {
+    if (process.env.SPARK_VLLM_SIM_MIRROR) return process.env.SPARK_VLLM_SIM_MIRROR;
+    // the machine's own apt source (deb.debian.org here; Debian's mirror is the only one reachable)
+    try {
+        for (const f of ["/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"]) {
+            if (!fs.existsSync(f)) continue;
+            const m = /URIs:\s*(\S+\/debian)\s*$/m.exec(fs.readFileSync(f, "utf8"))
+                ?? /^deb\s+(?:\[[^\]]*\]\s+)?(\S+\/debian)\s+bookworm/m.exec(fs.readFileSync(f, "utf8"));
+            if (m) return m[1];
+        }
+    } catch { /* fall through */ }
+    return "http://deb.debian.org/debian";
+}
+
+function hash(...parts: (string | Buffer)[]): string {
+    const h = crypto.createHash("sha256");
+    for (const p of parts) { h.update(p); h.update("\0"); }
+    return h.digest("hex").slice(0, 16);
+}
+
+function rootfsKey(): string {
+    return hash("rootfs", BUILD_VERSION, SUITE, "minbase", INCLUDE.join(","), process.arch);
+}
+
+/** Hash of a directory tree: paths, exec bits, symlink targets, contents (skips __pycache__). */
+export function treeHash(dir: string): string {
+    const h = crypto.createHash("sha256");
+    const walk = (rel: string) => {
+        const abs = path.join(dir, rel);
+        for (const name of fs.readdirSync(abs).sort()) {
+            if (name === "__pycache__" || name.endsWith(".pyc")) continue;
+            const r = path.join(rel, name);
+            const st = fs.lstatSync(path.join(dir, r));
+            if (st.isSymbolicLink()) h.update(`L ${r} ${fs.readlinkSync(path.join(dir, r))}\0`);
+            else if (st.isDirectory()) { h.update(`D ${r}\0`); walk(r); }
+            else if (st.isFile()) { h.update(`F ${r} ${st.mode & 0o111 ? "x" : "-"}\0`); h.update(fs.readFileSync(path.join(dir, r))); h.update("\0"); }
+        }
+    };
+    if (fs.existsSync(dir)) walk("");
+    return h.digest("hex").slice(0, 16);
+}
+
+export function rootfsPath(cacheDir: string): string {
+    return path.join(cacheDir, `rootfs-${rootfsKey()}.tar`);
+}
+
+export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
+    return hash("registry", BUILD_VERSION, rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH);
+}
+
+async function umountUnder(dir: string): Promise<void> {
+    const mounts = fs.readFileSync("/proc/self/mounts", "utf8").split("\n")
+        .map(l => l.split(" ")[1]).filter(m => m && (m === dir || m.startsWith(dir + "/")))
+        .sort((a, b) => b.length - a.length);
+    for (const m of mounts) await run(["umount", "-l", m]);
+}
+
+/** The rootfs tarball, from cache or built with debootstrap (about 40-60 s). */
+export async function ensureRootfs(cacheDir: string, log: (s: string) => void): Promise<string> {
+    const key = rootfsKey();
+    const tar = rootfsPath(cacheDir);
+    if (fs.existsSync(tar)) return tar;
+    fs.mkdirSync(cacheDir, { recursive: true });
+    const work = path.join(cacheDir, `rootfs-${key}.build`);
+    await umountUnder(work);
+    fs.rmSync(work, { recursive: true, force: true });
+    fs.mkdirSync(work, { recursive: true });
+    const root = path.join(work, "root");
+    log(`building the image rootfs with debootstrap (${SUITE} minbase + ${INCLUDE.join(" ")}) ...`);
+    try {
+        const r = await run(["debootstrap", "--variant=minbase", `--include=${INCLUDE.join(",")}`, SUITE, root, mirror()],
+            { timeoutMs: 15 * 60_000 });
+        if (r.code !== 0) {
+            throw new Error(`debootstrap failed (exit ${r.code}); see ${root}/debootstrap/debootstrap.log\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`);
+        }
+        await umountUnder(root);
+        // trim what a stand-in image never needs
+        await must(["/bin/bash", "-c", `cd '${root}' && rm -rf usr/share/doc usr/share/man usr/share/info usr/share/locale var/cache/apt/* var/lib/apt/lists/* var/log/* debootstrap`]);
+        await must(["tar", "--numeric-owner", "-C", root, "-cf", `${tar}.tmp`, "."]);
+        fs.renameSync(`${tar}.tmp`, tar);
+    } finally {
+        await umountUnder(work);
+        fs.rmSync(work, { recursive: true, force: true });
+        fs.rmSync(`${tar}.tmp`, { force: true });
+    }
+    return tar;
+}
+
+export interface BuildContext {
+    /** Runs the docker CLI against the build host's daemon (over ssh, like every other client). */
+    docker: (args: string[], input?: string) => Promise<RunResult>;
+    registry: string;
+    imageDir: string;
+    releases: Record<string, SimRelease>;
+    cacheDir: string;
+    stagingDir: string;
+    log: (s: string) => void;
+}
+
+async function dock(ctx: BuildContext, args: string[]): Promise<string> {
+    const r = await ctx.docker(args);
+    if (r.code !== 0) throw new Error(`docker ${args.join(" ")} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim()}`);
+    return r.stdout.trim();
+}
+
+/** Imports the rootfs, commits one image per tag, pushes each; returns tag → repo@digest. */
+export async function buildAndPush(ctx: BuildContext): Promise<Record<string, string>> {
+    const tar = await ensureRootfs(ctx.cacheDir, ctx.log);
+    const base = `${IMAGE_REPO}-base:${path.basename(tar, ".tar")}`;
+    ctx.log(`importing ${path.basename(tar)} ...`);
+    await dock(ctx, ["import", "--change", `ENV PATH=${IMAGE_PATH}`, "--change", 'CMD ["/bin/bash"]', tar, base]);
+    const images: Record<string, string> = {};
+    const haveImageDir = fs.existsSync(ctx.imageDir);
+    try {
+        for (const [tag, release] of Object.entries(ctx.releases)) {
+            const stage = path.join(ctx.stagingDir, tag);
+            fs.rmSync(stage, { recursive: true, force: true });
+            fs.mkdirSync(path.join(stage, "opt", "vllm-sim"), { recursive: true });
+            fs.mkdirSync(path.join(stage, "etc", "vllm-sim"), { recursive: true });
+            fs.mkdirSync(path.join(stage, "usr", "local", "bin"), { recursive: true });
+            if (haveImageDir) {
+                fs.cpSync(ctx.imageDir, path.join(stage, "opt", "vllm-sim"), {
+                    recursive: true, filter: src => !src.includes("__pycache__") && !src.endsWith(".pyc"),
+                });
+            }
+            fs.writeFileSync(path.join(stage, "etc", "vllm-sim", "release.json"), JSON.stringify({ name: IMAGE_REPO, ...release }, null, 2) + "\n");
+            // login shells reset PATH (/etc/profile): make the tools reachable there too
+            const binDir = path.join(stage, "opt", "vllm-sim", "bin");
+            if (fs.existsSync(binDir)) {
+                for (const b of fs.readdirSync(binDir)) {
+                    fs.chmodSync(path.join(binDir, b), 0o755);
+                    fs.symlinkSync(`/opt/vllm-sim/bin/${b}`, path.join(stage, "usr", "local", "bin", b));
+                }
+            }
+            const ref = `${ctx.registry}/${IMAGE_REPO}:${tag}`;
+            const ctr = `sv-build-${tag.replace(/[^a-zA-Z0-9_.-]/g, "_")}`;
+            await ctx.docker(["rm", "-f", ctr]);
+            await dock(ctx, ["create", "--name", ctr, base, "true"]);
+            try {
+                await dock(ctx, ["cp", `${stage}/.`, `${ctr}:/`]);
+                await dock(ctx, ["commit",
+                    "--change", `ENV PATH=${IMAGE_PATH}`,
+                    "--change", `ENV PYTHONPATH=${IMAGE_PYTHONPATH}`,
+                    "--change", "ENV LANG=C.UTF-8",
+                    "--change", 'CMD ["/bin/bash"]',
+                    "--change", `LABEL org.opencontainers.image.title=${IMAGE_REPO} org.opencontainers.image.version=${release.version}`,
+                    ctr, ref]);
+            } finally {
+                await ctx.docker(["rm", "-f", ctr]);
+            }
+            ctx.log(`pushing ${ref} ...`);
+            await dock(ctx, ["push", ref]);
+            const digests = JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref])) as string[];
+            const d = digests.find(x => x.startsWith(`${ctx.registry}/${IMAGE_REPO}@sha256:`));
+            if (!d) throw new Error(`no RepoDigest for ${ref} after push: ${JSON.stringify(digests)}`);
+            images[tag] = d;
+        }
+    } finally {
+        // leave the build host clean: every host pulls by digest like a real one
+        const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`), base];
+        await ctx.docker(["rmi", "-f", ...refs]);
+        fs.rmSync(ctx.stagingDir, { recursive: true, force: true });
+    }
+    return images;
+}
+
+/** Removes cache entries other than the ones in use (keeps the cache from growing without bound). */
+export async function pruneCache(cacheDir: string, keep: string[]): Promise<void> {
+    if (!fs.existsSync(cacheDir)) return;
+    for (const name of fs.readdirSync(cacheDir)) {
+        const p = path.join(cacheDir, name);
+        if (keep.includes(p)) continue;
+        if (/^(rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) {
+            await sh(`rm -rf '${p}'`);
+        }
+    }
+}
