@@ -64,7 +64,8 @@ class Log:
         lines = ["Traceback (most recent call last):"]
         for f, ln, fn, code in frames:
             lines.append('  File "%s", line %d, in %s' % (f, ln, fn))
-            lines.append("    " + code)
+            if code:
+                lines.append("    " + code)
         lines += final.split("\n")
         for line in lines:
             if level_where:
