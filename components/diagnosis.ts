@@ -1,0 +1,403 @@
+// Root-cause finding in vLLM logs. Pure: no Pulumi, no I/O.
+//
+// The catalog below is the one source of truth: `diagnose` uses it here, and
+// `diagnosisPythonSource()` embeds it as JSON in a stdlib-only Python module
+// that the remote probe runs on the host. Patterns are therefore written in
+// the regex subset that means the same in JavaScript (compiled with the `s`
+// flag, so `.` matches any character of a line, as in Python) and Python `re`:
+// no \d \w \s \b (Unicode-aware in Python), no lookbehind, no named groups.
+//
+// How a log is read:
+//  1. normalise: strip ANSI escapes, CRLF/CR → LF, strip process prefixes
+//     such as `(EngineCore_DP0 pid=456) ` or `[rank0]: ` (nested ones too);
+//  2. the earliest line matching a firm pattern is the root cause; traceback
+//     frame lines and the source lines under them are skipped (a source line
+//     such as `raise _format(GatedRepoError, ...)` names the error before the
+//     error line itself);
+//  3. else the earliest line matching a weak pattern (warnings that also show
+//     up in logs that go on to work, such as `NCCL WARN`);
+//  4. else, if a wrapper line exists (`Engine core initialization failed. See
+//     root cause above.`), kind `unknown-engine-failure`, whose line is the
+//     last exception line printed before the last wrapper, or the wrapper
+//     itself when there is none. Wrapper lines never win over a cause, even
+//     one printed after them (processes interleave their output);
+//  5. else undefined.
+
+export interface Diagnosis {
+    /** Stable slug, e.g. `kv-cache-insufficient`. */
+    kind: string;
+    /** The root-cause line: normalised, trimmed, without process prefix or vLLM logger header. */
+    line: string;
+    /** What to change. */
+    hint: string;
+}
+
+export interface CatalogEntry {
+    kind: string;
+    /** Regex sources (JS/Python common subset); the earliest line matching one of them is the root cause. */
+    patterns: string[];
+    /** Regex sources consulted only when no entry's `patterns` match anywhere in the log. */
+    weakPatterns?: string[];
+    ignoreCase?: boolean;
+    /** Lines that only say something failed further up; they are never a root cause. */
+    wrapper?: boolean;
+    hint: string;
+}
+
+const MEMORY =
+    "A DGX Spark's 128 GB is unified memory shared with the OS, Docker, Ray and the page cache (about 120 GiB usable): " +
+    "lower `spark-vllm:vllm.gpuMemoryUtilization` (e.g. 0.85 to 0.80) or `spark-vllm:vllm.maxModelLen`, " +
+    "stop other GPU processes on the host (`nvidia-smi`, leftover vLLM/EngineCore or Ray workers), " +
+    "and drop the page cache (`sync; echo 3 | sudo tee /proc/sys/vm/drop_caches`) before retrying.";
+
+const FABRIC =
+    "Check `spark-vllm:hosts[].fabric.interface` and `.hcas` against `ip -br addr` and `ibdev2netdev` on every host: " +
+    "the ConnectX-7 fabric is the twin netdevs enp1s0f1np1 / enP2p1s0f1np1 with HCAs rocep1s0f1 / roceP2p1s0f1 " +
+    "(not the 10 GbE enP7s7), and both hosts must reach each other's fabric address. " +
+    "The containers need IPC_LOCK, memlock unlimited and /dev/infiniband; `hcas: []` falls back to TCP.";
+
+const ARCH =
+    "The image's vLLM does not support this architecture. Copying model files from one vLLM version into another does not work: " +
+    "set `spark-vllm:image` to an image (pinned by digest, the same on every host) whose vLLM supports the architecture " +
+    "in the model's config.json (Qwen3_5MoeForConditionalGeneration is known to vLLM 0.17, not 0.14).";
+
+export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
+    {
+        kind: "arch-inspect-failed",
+        patterns: ["Model architectures \\[[^\\]]*\\] failed to be inspected"],
+        hint: ARCH + " The lines above it show why the model module failed to import.",
+    },
+    {
+        kind: "arch-unsupported",
+        patterns: [
+            "Model architectures \\[[^\\]]*\\] are not supported for now",
+            "Model architecture [^ ]+ was supported in vLLM until v",
+        ],
+        hint: ARCH,
+    },
+    {
+        kind: "transformers-unknown-arch",
+        patterns: ["but Transformers does not recognize this architecture"],
+        // Old transformers raised a bare KeyError from CONFIG_MAPPING; too generic to be firm.
+        weakPatterns: ["^KeyError: '[a-z0-9_]+'$"],
+        hint:
+            "The transformers library inside the image does not know the model's `model_type`. " +
+            "Copying newer model or config files into the image does not work: use an image (`spark-vllm:image`) " +
+            "whose vLLM and transformers support this model.",
+    },
+    {
+        kind: "kv-cache-insufficient",
+        patterns: [
+            "max seq len \\([0-9]+\\) is larger than the maximum number of tokens that can be stored in KV cache",
+            "GiB KV cache is needed, which is larger than the available KV cache memory",
+        ],
+        hint:
+            "The KV cache left after loading the weights cannot hold one request of `spark-vllm:vllm.maxModelLen` tokens: " +
+            "lower `spark-vllm:vllm.maxModelLen` (the message may state the largest length that fits), or free memory for the cache. " +
+            MEMORY,
+    },
+    {
+        kind: "no-cache-memory",
+        patterns: ["No available memory for the cache blocks"],
+        hint: "Nothing was left for the KV cache after the weights and activations. " + MEMORY,
+    },
+    {
+        kind: "startup-free-memory",
+        patterns: ["Free memory on device.* on startup is less than desired GPU memory utilization"],
+        hint:
+            "vLLM reserves `gpuMemoryUtilization` x total memory at start and less than that was free. " + MEMORY,
+    },
+    {
+        kind: "cuda-oom",
+        patterns: ["CUDA out of memory", "torch\\.(cuda\\.)?OutOfMemoryError", "CUDA error: out of memory"],
+        hint: "An allocation failed while loading or warming up the model. " + MEMORY,
+    },
+    {
+        kind: "nccl-timeout",
+        patterns: ["Watchdog caught collective operation timeout"],
+        hint:
+            "A collective across the hosts never completed: usually one host cannot reach the other over the fabric, " +
+            "or one rank died earlier (look for its error above). " + FABRIC,
+    },
+    {
+        kind: "nccl-error",
+        patterns: ["NCCL error(:| in:) ", "nccl(System|Internal|UnhandledCuda|Remote)Error"],
+        weakPatterns: ["NCCL WARN"],
+        hint: "NCCL could not set up or use the link between the hosts. " + FABRIC,
+    },
+    {
+        kind: "ray-no-gpu",
+        patterns: ["Current node has no GPU available"],
+        hint:
+            "Ray on the head reports no free GPU: a placement group from an earlier run still holds it, or the head " +
+            "container does not see the GPU. Run `ray status` in the head container; re-create the Ray head and workers " +
+            "(`ray stop --force` everywhere) and check the container has the GPU (`nvidia-smi` inside it).",
+    },
+    {
+        kind: "ray-placement-group",
+        patterns: [
+            "Cannot provide a placement group of",
+            "The number of required GPUs exceeds the total number of available GPUs in the cluster",
+        ],
+        // vLLM logs this as a warning and keeps waiting for the group.
+        weakPatterns: ["The number of required GPUs exceeds the total number of available GPUs in the placement group"],
+        hint:
+            "Ray cannot place one GPU per rank: `spark-vllm:vllm.tensorParallelSize` x `pipelineParallelSize` must equal the " +
+            "GPUs of all hosts, and every worker must have joined the head (`ray status` in the head container shows the nodes " +
+            "and GPUs). A vLLM that printed `Started a local Ray instance` did not find the cluster (RAY_ADDRESS).",
+    },
+    {
+        kind: "port-in-use",
+        patterns: ["\\[Errno 98\\]", "address already in use"],
+        ignoreCase: true,
+        hint:
+            "Another process already listens on the port. Change `spark-vllm:vllm.port` or stop the leftover process: " +
+            "check `ss -ltnp` on the head for an old `vllm serve` or another container using the host network.",
+    },
+    {
+        kind: "trust-remote-code",
+        patterns: [
+            "contains custom code which must be executed to correctly load the model",
+            "Please pass the argument .trust_remote_code=True.",
+            "set the option .trust_remote_code=True. to remove this error",
+            "If the model is a custom model not yet available in the HuggingFace transformers library",
+        ],
+        hint:
+            "The model ships its own Python code. If you trust the repository, set `spark-vllm:model.trustRemoteCode: true`.",
+    },
+    {
+        kind: "invalid-repo-or-path",
+        patterns: [
+            "RepositoryNotFoundError",
+            "Repository Not Found for url",
+            "Repo id must be in the form",
+            "is not a local folder and is not a valid model identifier",
+            "LocalEntryNotFoundError",
+            "Cannot find any of \\[.config\\.json.",
+            "Invalid repository ID or local directory specified",
+        ],
+        hint:
+            "The model could not be found: check `spark-vllm:model.id` (namespace/name on Hugging Face, or a path inside the " +
+            "container) and that the weights are in `spark-vllm:model.cacheDir` on every host (offline hosts cannot download).",
+    },
+    {
+        kind: "gated-repo",
+        patterns: ["GatedRepoError", "Cannot access gated repo for url", "You are trying to access a gated repo"],
+        // Repository-not-found errors say `401 Client Error` too.
+        weakPatterns: ["401 Client Error"],
+        hint:
+            "The model is gated: accept its licence on huggingface.co with the account whose token you use, then set the " +
+            "token as the secret `spark-vllm:hfToken` (`pulumi config set --secret spark-vllm:hfToken hf_...`).",
+    },
+    {
+        kind: "quantization-unsupported",
+        patterns: [
+            "The quantization method [^ ]+ is not supported for the current GPU",
+            "quantization is currently not supported in",
+            "Unknown quantization method",
+            "does not match the quantization method specified in the .quantization. argument",
+        ],
+        hint:
+            "The image's vLLM cannot run this checkpoint's quantization on the GB10 (compute capability 12.1, sm_121). " +
+            "Use an image built for Blackwell/GB10 (`spark-vllm:image`) whose vLLM supports the method, or a checkpoint with a " +
+            "supported quantization; do not force `--quantization` in `spark-vllm:vllm.extraArgs`.",
+    },
+    {
+        kind: "tp-divisibility",
+        patterns: ["must be divisible by tensor parallel size", "must be divisible by pipeline parallel size"],
+        hint:
+            "`spark-vllm:vllm.tensorParallelSize` must divide the model's attention heads (and pipelineParallelSize its layers); " +
+            "TP x PP must still equal the GPUs of all hosts (two Sparks: TP=2, or TP=1 with PP=2).",
+    },
+    {
+        kind: "unknown-engine-failure",
+        wrapper: true,
+        patterns: [
+            "Engine core initialization failed",
+            "WorkerProc initialization failed",
+            "EngineCore failed to start",
+            "Engine process failed to start",
+            "^RuntimeError: .*[Ff]ailed",
+        ],
+        hint:
+            "vLLM's engine failed for a reason not in the catalog. The line shown is the last exception printed before the " +
+            "engine gave up; read the whole log around it (the wrapper `Engine core initialization failed` is never the cause).",
+    },
+];
+
+/** Line-level regexes shared with the Python port (see `diagnosisPythonSource`). */
+export const LOG_SYNTAX = {
+    ansi: "\\x1b(?:\\[[0-9;?]*[ -/]*[@-~]|\\][^\\x07]*\\x07|[@-Z\\\\-_])",
+    /** One process prefix; stripped repeatedly, as prefixes nest. */
+    prefix:
+        "^(?:\\((?:[A-Za-z0-9_.:-]+ )?pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\\) |\\((?:raylet|gcs_server)(?:, ip=[0-9A-Fa-f.:]+)?\\) |\\[rank[0-9]+\\]: ?)",
+    /** Ray's de-duplication suffix. */
+    repeated: " ?\\[repeated [0-9]+x across cluster\\]$",
+    /** vLLM's logger header, new (`[file.py:123] `) and old (`file.py:123] `) style. */
+    header:
+        "^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]+)? (?:\\[[^\\]]*\\] |[A-Za-z0-9_.]+:[0-9]+\\] )?",
+    /** A traceback frame line (trimmed); the line after it is source code unless it is a frame or exception. */
+    frame: '^File "[^"]*", line [0-9]+',
+    /** A Python exception line, e.g. `ray.exceptions.RayTaskError(ValueError): …`. */
+    exception: "^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt)(?:\\([A-Za-z0-9_.]*\\))?: .",
+};
+
+const re = (source: string, ignoreCase = false) => new RegExp(source, ignoreCase ? "si" : "s");
+const ANSI = new RegExp(LOG_SYNTAX.ansi, "g");
+const PREFIX = re(LOG_SYNTAX.prefix);
+const REPEATED = re(LOG_SYNTAX.repeated);
+const HEADER = re(LOG_SYNTAX.header);
+const EXCEPTION = re(LOG_SYNTAX.exception);
+const FRAME = re(LOG_SYNTAX.frame);
+
+interface Compiled {
+    entry: CatalogEntry;
+    firm: RegExp[];
+    weak: RegExp[];
+}
+const COMPILED: Compiled[] = DIAGNOSIS_CATALOG.map(entry => ({
+    entry,
+    firm: entry.patterns.map(p => re(p, entry.ignoreCase)),
+    weak: (entry.weakPatterns ?? []).map(p => re(p, entry.ignoreCase)),
+}));
+
+const stripBlanks = (s: string) => s.replace(/^[ \t]+|[ \t]+$/g, "");
+
+/** The log as lines: no ANSI escapes, LF only, no process prefixes, no trailing blanks (indentation kept). */
+export function normaliseLog(log: string): string[] {
+    const text = log.replace(ANSI, "").replace(/\r\n?/g, "\n");
+    return text.split("\n").map(raw => {
+        let line = raw;
+        for (let m = PREFIX.exec(line); m; m = PREFIX.exec(line)) line = line.slice(m[0].length);
+        return line.replace(REPEATED, "").replace(/[ \t]+$/, "");
+    });
+}
+
+/** A normalised line's message: trimmed, without vLLM's `LEVEL MM-DD hh:mm:ss [file.py:N] ` header. */
+function messageOf(line: string): string {
+    return stripBlanks(stripBlanks(line).replace(HEADER, ""));
+}
+
+/** Whether a message is traceback frame or source code rather than output. */
+function isCode(messages: string[], i: number): boolean {
+    if (FRAME.test(messages[i])) return true;
+    return i > 0 && FRAME.test(messages[i - 1]) && !EXCEPTION.test(messages[i]);
+}
+
+export function diagnose(log: string): Diagnosis | undefined {
+    const messages = normaliseLog(log).map(messageOf);
+    const code = messages.map((_, i) => isCode(messages, i));
+    const found = (entry: CatalogEntry, line: string): Diagnosis => ({ kind: entry.kind, line, hint: entry.hint });
+    for (const tier of ["firm", "weak"] as const) {
+        for (const [i, message] of messages.entries()) {
+            if (code[i]) continue;
+            const hit = COMPILED.find(c => !c.entry.wrapper && c[tier].some(r => r.test(message)));
+            if (hit) return found(hit.entry, message);
+        }
+    }
+    const wrapper = COMPILED.find(c => c.entry.wrapper)!;
+    const isWrapper = (m: string) => wrapper.firm.some(r => r.test(m));
+    let last = -1;
+    messages.forEach((m, i) => { if (!code[i] && isWrapper(m)) last = i; });
+    if (last < 0) return undefined;
+    for (let i = last - 1; i >= 0; i--) {
+        if (EXCEPTION.test(messages[i]) && !isWrapper(messages[i])) return found(wrapper.entry, messages[i]);
+    }
+    return found(wrapper.entry, messages.find((m, i) => !code[i] && isWrapper(m))!);
+}
+
+/** Normalised lines around the first line whose message is `lineText` (or that contains it); [] if absent. */
+export function contextAround(log: string, lineText: string, before = 10, after = 4): string[] {
+    const lines = normaliseLog(log);
+    let at = lines.findIndex(l => messageOf(l) === lineText);
+    if (at < 0) at = lines.findIndex(l => l.includes(lineText));
+    if (at < 0) return [];
+    return lines.slice(Math.max(0, at - before), at + after + 1);
+}
+
+/**
+ * Python 3 (stdlib only) port of this module, for the remote probe:
+ * `normalise_log(text)`, `diagnose(text) -> dict | None`, `context_around(text, line, before=10, after=4)`.
+ * The catalog and line syntax are embedded as JSON from the data above.
+ */
+export function diagnosisPythonSource(): string {
+    const data = JSON.stringify({ catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX });
+    return `# Generated by spark-vllm components/diagnosis.ts; edit the catalog there.
+import json
+import re
+
+_DATA = json.loads(${JSON.stringify(data)})
+_S = _DATA["syntax"]
+_ANSI = re.compile(_S["ansi"])
+_PREFIX = re.compile(_S["prefix"], re.DOTALL)
+_REPEATED = re.compile(_S["repeated"], re.DOTALL)
+_HEADER = re.compile(_S["header"], re.DOTALL)
+_EXCEPTION = re.compile(_S["exception"], re.DOTALL)
+_FRAME = re.compile(_S["frame"], re.DOTALL)
+
+
+def _compile(entry, key):
+    flags = re.DOTALL | (re.IGNORECASE if entry.get("ignoreCase") else 0)
+    return [re.compile(p, flags) for p in entry.get(key) or []]
+
+
+_COMPILED = [(e, _compile(e, "patterns"), _compile(e, "weakPatterns")) for e in _DATA["catalog"]]
+
+
+def normalise_log(text):
+    text = _ANSI.sub("", text).replace("\\r\\n", "\\n").replace("\\r", "\\n")
+    out = []
+    for line in text.split("\\n"):
+        m = _PREFIX.search(line)
+        while m:
+            line = line[m.end():]
+            m = _PREFIX.search(line)
+        out.append(_REPEATED.sub("", line, count=1).rstrip(" \\t"))
+    return out
+
+
+def _message(line):
+    return _HEADER.sub("", line.strip(" \\t"), count=1).strip(" \\t")
+
+
+def _found(entry, line):
+    return {"kind": entry["kind"], "line": line, "hint": entry["hint"]}
+
+
+def _is_code(messages, i):
+    if _FRAME.search(messages[i]):
+        return True
+    return i > 0 and bool(_FRAME.search(messages[i - 1])) and not _EXCEPTION.search(messages[i])
+
+
+def diagnose(text):
+    messages = [_message(l) for l in normalise_log(text)]
+    code = [_is_code(messages, i) for i in range(len(messages))]
+    for tier in (1, 2):
+        for i, m in enumerate(messages):
+            if code[i]:
+                continue
+            for c in _COMPILED:
+                if not c[0].get("wrapper") and any(r.search(m) for r in c[tier]):
+                    return _found(c[0], m)
+    wrapper = next(c for c in _COMPILED if c[0].get("wrapper"))
+    is_wrapper = lambda m: any(r.search(m) for r in wrapper[1])
+    hits = [i for i, m in enumerate(messages) if not code[i] and is_wrapper(m)]
+    if not hits:
+        return None
+    for i in range(hits[-1] - 1, -1, -1):
+        if _EXCEPTION.search(messages[i]) and not is_wrapper(messages[i]):
+            return _found(wrapper[0], messages[i])
+    return _found(wrapper[0], messages[hits[0]])
+
+
+def context_around(text, line, before=10, after=4):
+    lines = normalise_log(text)
+    at = next((i for i, l in enumerate(lines) if _message(l) == line), -1)
+    if at < 0:
+        at = next((i for i, l in enumerate(lines) if line in l), -1)
+    if at < 0:
+        return []
+    return lines[max(0, at - before):at + after + 1]
+`;
+}
