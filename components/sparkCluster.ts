@@ -4,6 +4,7 @@ import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
 import { ClusterPlan, planCluster } from "./plan";
 import { deferred } from "./connection";
+import { sameImage } from "./checks";
 import { SparkHost } from "./sparkHost";
 import { VllmContainer } from "./vllmContainer";
 import { RayHead } from "./rayHead";
@@ -43,11 +44,16 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.apiKey = pulumi.secret(pulumi.output(apiKey));
 
         this.hosts = plan.hosts.map(h => new SparkHost(`${name}-${h.host.name}`, { plan: h, sshPrivateKey: args.sshPrivateKey }, { parent: this }));
+        // No container starts until every host holds the same image (by repo digest).
+        const agreed = deferred<pulumi.Output<string>>();
         this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
             plan: h.container,
             provider: this.hosts[i].provider,
             keepImage: args.keepImage,
+            imageAgreement: pulumi.output(agreed.promise),
         }, { parent: this, dependsOn: [this.hosts[i].preflight] }));
+        agreed.resolve(pulumi.all(this.containers.map(c => c.image.repoDigest)).apply(digests =>
+            sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, digests[i]]))));
 
         const head = this.hosts[0];
         const headContainer = this.containers[0].container;

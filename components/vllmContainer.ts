@@ -9,6 +9,11 @@ export interface VllmContainerArgs {
     provider: docker.Provider;
     /** Keep the image on the host when the stack is destroyed. Default: true (vLLM images are tens of GB). */
     keepImage?: boolean;
+    /**
+     * Resolves once every host holds the same image, or fails naming the hosts that differ; the
+     * container waits for it. May resolve after this component is constructed. Default: no check.
+     */
+    imageAgreement?: pulumi.Input<string>;
 }
 
 /** The pinned image and the idle container that holds one host's GPUs, fabric and environment. */
@@ -26,7 +31,7 @@ export class VllmContainer extends pulumi.ComponentResource {
         }, { parent: this, provider });
         this.container = new docker.Container(`${name}-container`, {
             name: plan.name,
-            image: this.image.repoDigest,
+            image: pulumi.all([this.image.repoDigest, args.imageAgreement]).apply(([own]) => own),
             entrypoints: plan.entrypoint,
             command: plan.command,
             envs: plan.env.map(([k, v]) => `${k}=${v}`),

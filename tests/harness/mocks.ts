@@ -20,11 +20,18 @@ export interface Evaluation {
 
 const ROOT = path.join(__dirname, "..", "..");
 
-export function evaluateWithMocks(config: Record<string, unknown>, opts: { stack?: string; preview?: boolean } = {}): Evaluation {
+export interface EvaluateOptions {
+    stack?: string;
+    preview?: boolean;
+    /** RemoteImage name → the repo digest its pull reports (default: the configured reference's). */
+    digestOverrides?: Record<string, string>;
+}
+
+export function evaluateWithMocks(config: Record<string, unknown>, opts: EvaluateOptions = {}): Evaluation {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-eval-"));
     try {
         const request = path.join(dir, "request.json");
-        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false }));
+        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides }));
         // A program error also exits non-zero, as `pulumi up` does; the JSON on stdout says what happened.
         const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,

@@ -23,12 +23,14 @@ function unsecret(value: any): any {
     return value;
 }
 
+let digestOverrides: Record<string, string> = {};
+
 function fakeState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
     switch (type) {
         case "random:index/randomPassword:RandomPassword":
             return { ...inputs, result: "GENERATED-API-KEY-0123456789abcdefghijklmn" };
         case "docker:index/remoteImage:RemoteImage":
-            return { ...inputs, repoDigest: inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
+            return { ...inputs, repoDigest: digestOverrides[name] ?? inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
         case "command:remote:Command":
             return { ...inputs, stdout: name.endsWith("-preflight") ? JSON.stringify({ host: name, arch: "aarch64" }) : "", stderr: "" };
         default:
@@ -38,6 +40,7 @@ function fakeState(type: string, name: string, inputs: Record<string, any>): Rec
 
 async function main(): Promise<void> {
     const request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+    digestOverrides = request.digestOverrides ?? {};
     try {
         const outputs = await evaluate({
             stack: request.stack,

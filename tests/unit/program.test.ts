@@ -141,3 +141,13 @@ test("the committed spark stack evaluates: two Sparks, TP=2, the ConnectX-7 fabr
     assert.ok(named(resources, "spark-spark-b-container").inputs.envs.includes("NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"));
     assert.ok(outputs);
 });
+
+test("hosts that pulled different images stop every container, naming each host's digest", () => {
+    const other = "198.18.0.1:5000/vllm-sim@sha256:" + "ef".repeat(32);
+    const { error, resources } = evaluateWithMocks(clusterConfig(2), { digestOverrides: { "spark-spark-b-image": other } });
+    assert.match(error ?? "", /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1@sha256:abab/);
+    assert.match(error ?? "", new RegExp(`spark-b: ${other.replace(/[.]/g, "\\.")}`));
+    assert.match(error ?? "", /pin spark-vllm:image by digest/);
+    assert.deepEqual(byType(resources, "docker:index/container:Container"), []);
+    assert.ok(!resources.some(r => r.name.endsWith("-launch")), "nothing launches");
+});
