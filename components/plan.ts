@@ -5,6 +5,7 @@ import * as path from "path";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { diagnosisPythonSource } from "./diagnosis";
+import { ARCHITECTURES } from "./catalog";
 
 export type Role = "head" | "worker";
 
@@ -74,10 +75,11 @@ export interface ClusterPlan {
 
 const TOOLS_FILE = "spark_vllm_tools.py";
 
-/** The helper program every host receives: the diagnosis catalog first, then the probes. */
+/** The helper program every host receives: the diagnosis catalog and catalog facts first, then the probes. */
 export function toolsProgram(): string {
     const tools = fs.readFileSync(path.join(__dirname, "remote", TOOLS_FILE), "utf8");
-    return `${diagnosisPythonSource()}\n\n${tools}`;
+    const firstVllm = Object.fromEntries(Object.entries(ARCHITECTURES).map(([arch, s]) => [arch, s.firstVllm]));
+    return `${diagnosisPythonSource()}\n\n# From components/catalog.ts: the first vLLM release per architecture.\nFIRST_VLLM = ${JSON.stringify(firstVllm, null, 1)}\n\n${tools}`;
 }
 
 export function containerName(host: HostSpec): string {

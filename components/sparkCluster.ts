@@ -44,6 +44,8 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.apiKey = pulumi.secret(pulumi.output(apiKey));
 
         this.hosts = plan.hosts.map(h => new SparkHost(`${name}-${h.host.name}`, { plan: h, sshPrivateKey: args.sshPrivateKey }, { parent: this }));
+        // Hosts are checked in parallel; no host changes until every host has passed.
+        const preflights = this.hosts.map(h => h.preflight);
         // No container starts until every host holds the same image (by repo digest).
         const agreed = deferred<pulumi.Output<string>>();
         this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
@@ -51,7 +53,7 @@ export class SparkCluster extends pulumi.ComponentResource {
             provider: this.hosts[i].provider,
             keepImage: args.keepImage,
             imageAgreement: pulumi.output(agreed.promise),
-        }, { parent: this, dependsOn: [this.hosts[i].preflight] }));
+        }, { parent: this, dependsOn: preflights }));
         agreed.resolve(pulumi.all(this.containers.map(c => c.image.repoDigest)).apply(digests =>
             sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, digests[i]]))));
 

@@ -196,7 +196,7 @@ def compat(args):
         problems.append("spark-vllm:vllm.version says %s but the image's vLLM is %s: correct the config" % (declared, version))
     missing = [a for a in archs if a not in supported]
     if missing:
-        first = args.get("firstSupportedVllm")
+        first = FIRST_VLLM.get(missing[0])
         problems.append(
             "%s needs architecture %s, which vLLM %s in this image does not support%s. "
             "Use an image whose vLLM supports it. Copying model files between vLLM versions does not work: "

@@ -22,6 +22,8 @@ export interface Report {
     error?: string;
     errors: string[];
     wallMs: number;
+    /** Epoch ms the run started; ops' startMs/endMs count from here. */
+    startedAt: number;
 }
 
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
@@ -40,7 +42,7 @@ class Engine {
     private readonly seen = new Set<string>();
     private readonly providers = new Map<string, string>();
     private seq = 0;
-    private readonly t0 = Date.now();
+    readonly t0 = Date.now();
 
     constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport) {
         for (const e of Object.values(state.resources))
@@ -53,9 +55,14 @@ class Engine {
 
     private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>): Promise<T> {
         const startMs = Date.now() - this.t0;
-        const { actions, value } = await fn();
-        this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
-        return value;
+        try {
+            const { actions, value } = await fn();
+            this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
+            return value;
+        } catch (err) {
+            this.ops.push({ op, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
+            throw err;
+        }
     }
 
     async register(args: pulumi.runtime.MockResourceArgs): Promise<pulumi.runtime.MockResourceResult> {
@@ -161,7 +168,7 @@ class Engine {
 async function main(): Promise<void> {
     const request: Request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
     const engine = new Engine(loadState(request.statePath), request.statePath, request.transport);
-    const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0 };
+    const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0, startedAt: engine.t0 };
     const t0 = Date.now();
     if (request.mode === "destroy") {
         await engine.deleteUnseen();

@@ -27,6 +27,7 @@ export interface Op {
     actions: number;
     startMs: number;
     endMs: number;
+    failed?: boolean;
 }
 
 export const keyOf = (type: string, name: string) => `${type}::${name}`;

@@ -1,0 +1,214 @@
+// End to end: the real program on simulated Sparks (needs root: network namespaces, dockerd, sshd).
+// Each scenario runs `up`/`destroy` through the test engine against real sshd and dockerd.
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Sim, startSim } from "../sim/hosts";
+import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
+
+if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
+
+let sim: Sim;
+let work: string;
+
+before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-"));
+    sim = await startSim({ hosts: 2, force: true });
+}, { timeout: 900_000 });
+
+after(async () => {
+    await sim?.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+/** A stack on the simulated hosts: TCP fabric on the sim's interface, the x86 platform of this machine. */
+export function simStack(name: string, opts: { tag?: string; hosts?: number; vllm?: Record<string, unknown>; probes?: Record<string, unknown>; fabricInterface?: string } = {}): Stack {
+    const hosts = sim.hosts.slice(0, opts.hosts ?? sim.hosts.length).map(h => ({
+        name: h.name,
+        ssh: { host: h.address, user: "root" },
+        fabric: { interface: opts.fabricInterface ?? h.fabricInterface, address: h.address, hcas: [] },
+        platform: "linux/amd64",
+    }));
+    return {
+        name,
+        statePath: path.join(work, `${name}.state.json`),
+        transport: { env: sim.env, sshArgs: ["-F", sim.sshConfigFile], memlockBytes: 8 * 1024 * 1024 },
+        config: {
+            "spark-vllm:hosts": hosts,
+            "spark-vllm:image": sim.images[opts.tag ?? "0.17.1"],
+            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface" },
+            "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
+            "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
+        },
+    };
+}
+
+const names = (r: Report, kind?: string) => changes(r).filter(o => !kind || o.op === kind).map(o => o.name).sort();
+
+async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: string }> {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+    return { status: res.status, body: await res.text() };
+}
+
+async function leftovers(): Promise<string[]> {
+    const found: string[] = [];
+    for (const h of sim.hosts) {
+        const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
+        if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
+        const procs = await sim.exec(h.name, "pgrep -af 'vllm serve|ray start|_sim_gcs' || true");
+        if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 )' || true");
+        if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
+    }
+    return found;
+}
+
+describe("up, update and destroy on two simulated Sparks", () => {
+    let stack: Stack;
+    let apiKey: string;
+
+    test("a fresh up reaches an endpoint that answers with the API key and refuses without it", async () => {
+        stack = simStack("main");
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        apiKey = r.outputs?.apiKey as string;
+        assert.equal(r.outputs?.endpoint, `http://${sim.hosts[0].address}:8000/v1`);
+        assert.equal(r.outputs?.modelName, "qwen3.5-122b");
+        const facts = r.outputs?.hosts as Record<string, any>;
+        assert.equal(facts["spark-b"].fabric.hasAddress, true);
+        const chat = await http(`${r.outputs?.endpoint}/chat/completions`, {
+            method: "POST",
+            headers: { "Content-Type": "application/json", Authorization: `Bearer ${apiKey}` },
+            body: JSON.stringify({ model: "qwen3.5-122b", messages: [{ role: "user", content: "hello" }], max_tokens: 4 }),
+        });
+        assert.equal(chat.status, 200, chat.body);
+        assert.equal(JSON.parse(chat.body).choices[0].message.role, "assistant");
+        const denied = await http(`${r.outputs?.endpoint}/models`);
+        assert.equal(denied.status, 401);
+    });
+
+    test("a second up with no change runs no remote command and replaces nothing", async () => {
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        assert.deepEqual(changes(r), []);
+        assert.equal(actionCount(r), 0);
+    });
+
+    test("changing one vLLM flag relaunches only vLLM and its probe", async () => {
+        stack.config["spark-vllm:vllm"] = { ...(stack.config["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] };
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        assert.deepEqual(names(r), ["spark-model-launch", "spark-model-probe"]);
+        const log = await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
+        assert.match(log.stdout, /--enable-prefix-caching/);
+        const models = await http(`http://${sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });
+        assert.equal(models.status, 200, "the relaunched server keeps the same API key");
+    });
+
+    test("destroy leaves no container, process or port behind on any host", async () => {
+        const r = await destroy(stack);
+        assert.deepEqual(r.errors, []);
+        assert.ok(names(r, "delete").includes("spark-model-launch"));
+        assert.deepEqual(await leftovers(), []);
+        assert.deepEqual(JSON.parse(fs.readFileSync(stack.statePath, "utf8")).resources, {});
+    });
+});
+
+describe("failures stop up with the cause", () => {
+    test("the 0.14.0 image is refused before any launch, naming the architecture and both versions", async () => {
+        const stack = simStack("old-vllm", { tag: "0.14.0" });
+        const started = Date.now();
+        const r = await up(stack);
+        try {
+            assert.match(r.error ?? "", /spark-model-compat/);
+            assert.match(r.error ?? "", /Qwen3_5MoeForConditionalGeneration/);
+            assert.match(r.error ?? "", /vLLM 0\.14\.0/);
+            assert.match(r.error ?? "", /supported from vLLM 0\.17\.0/);
+            assert.match(r.error ?? "", /Copying model files between vLLM versions does not work/);
+            assert.ok(!r.ops.some(o => o.name.endsWith("-launch")), "nothing launched");
+            const verdict = r.ops.find(o => o.name === "spark-model-compat")!;
+            console.log(`compatibility verdict ${(verdict.endMs / 1000).toFixed(1)} s after up started (wall ${(Date.now() - started) / 1000} s incl. process start)`);
+            assert.ok(verdict.endMs - verdict.startMs < 15_000, "the check itself takes seconds");
+        } finally {
+            await destroy(stack);
+        }
+    });
+
+    test("a crash during load fails up within seconds of the crash, with the root-cause line", async () => {
+        const stack = simStack("crash");
+        await sim.setFaults("spark-a", { load_seconds: 30, crash_after_seconds: 6 });
+        try {
+            const r = await up(stack);
+            assert.match(r.error ?? "", /spark-model-probe/);
+            assert.match(r.error ?? "", /kind: /);
+            assert.match(r.error ?? "", /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
+            assert.match(r.error ?? "", /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
+            const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+            const crashAt = Number(/SIM_CRASH_AT (\d+\.\d+)/.exec(log)?.[1]) * 1000;
+            const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed)!;
+            const delay = (r.startedAt + probe.endMs - crashAt) / 1000;
+            console.log(`crash reported ${delay.toFixed(2)} s after the crash`);
+            assert.ok(delay >= 0 && delay < 3, `reported ${delay} s after the crash`);
+        } finally {
+            await sim.setFaults("spark-a", null);
+            await destroy(stack);
+        }
+    });
+
+    test("a hang is reported at the timeout with context from the log", async () => {
+        const stack = simStack("hang", { probes: { endpointTimeoutSeconds: 8 } });
+        await sim.setFaults("spark-a", { nccl_hang: true });
+        try {
+            const r = await up(stack);
+            assert.match(r.error ?? "", /did not become healthy within 8 s/);
+            assert.match(r.error ?? "", /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log|last lines:/);
+        } finally {
+            await sim.setFaults("spark-a", null);
+            await destroy(stack);
+        }
+    });
+
+    test("a worker host that is down fails up with an error naming that host", async () => {
+        const stack = simStack("host-down");
+        await sim.setHostDown("spark-b", true);
+        try {
+            const r = await up(stack);
+            assert.match(r.error ?? "", /spark-b/);
+            assert.ok(!r.ops.some(o => o.name === "spark-model-launch"), "vLLM never launched");
+        } finally {
+            await sim.setHostDown("spark-b", false);
+            await destroy(stack);
+        }
+        assert.deepEqual(await leftovers(), []);
+    });
+
+    test("a worker that cannot join Ray is named in the error", async () => {
+        const stack = simStack("no-join");
+        await sim.setFaults("spark-b", { ray_join_refused: true });
+        try {
+            const r = await up(stack);
+            assert.match(r.error ?? "", /spark-ray-spark-b-launch/);
+            assert.match(r.error ?? "", /Unable to connect to GCS at 198\.18\.0\.2:6379/);
+        } finally {
+            await sim.setFaults("spark-b", null);
+            await destroy(stack);
+        }
+    });
+
+    test("a fabric interface that is down fails preflight naming the host and the fix", async () => {
+        await sim.exec("spark-b", "ip link add enP2p1s0f1np1 type dummy && ip addr add 198.19.0.3/24 dev enP2p1s0f1np1");
+        await sim.exec("spark-a", "ip link add enP2p1s0f1np1 type dummy && ip addr add 198.19.0.2/24 dev enP2p1s0f1np1 && ip link set enP2p1s0f1np1 up");
+        const stack = simStack("fabric-down", { fabricInterface: "enP2p1s0f1np1" });
+        (stack.config["spark-vllm:hosts"] as any[]).forEach((h, i) => (h.fabric.address = `198.19.0.${i + 2}`));
+        try {
+            const r = await up(stack);
+            assert.match(r.error ?? "", /spark-b: interface enP2p1s0f1np1 is down/);
+            assert.ok(!r.ops.some(o => o.type === "docker:index/container:Container"), "no container started");
+        } finally {
+            await destroy(stack);
+            for (const h of ["spark-a", "spark-b"]) await sim.exec(h, "ip link del enP2p1s0f1np1 || true");
+        }
+    });
+});
