@@ -1,0 +1,190 @@
+// The helper program that runs on the hosts (components/remote), run here against the
+// stand-in vLLM package and a real local `vllm serve` stand-in. No root, no Docker.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { toolsProgram } from "../../components/plan";
+import { QWEN35_122B_FP8, writeModel } from "../sim/models";
+
+const IMAGE = path.join(__dirname, "..", "sim", "image");
+let dir: string;
+let tools: string;
+let hfHome: string;
+
+function release(version: string, architectures: string[]): string {
+    const file = path.join(dir, `release-${version}.json`);
+    fs.writeFileSync(file, JSON.stringify({ version, architectures, transformers: "4.57.1", load_seconds: 1 }));
+    return file;
+}
+
+function runTools(command: string, args: object, env: Record<string, string> = {}, input = "") {
+    return spawnSync("python3", [tools, command, JSON.stringify(args)], {
+        input,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, PYTHONPATH: path.join(IMAGE, "python"), HF_HOME: hfHome, ...env },
+    });
+}
+
+before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-tools-"));
+    tools = path.join(dir, "spark_vllm_tools.py");
+    fs.writeFileSync(tools, toolsProgram());
+    hfHome = path.join(dir, "hf");
+    writeModel(hfHome, QWEN35_122B_FP8);
+});
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const compatArgs = () => ({ model: QWEN35_122B_FP8.id, cacheDir: hfHome, trustRemoteCode: false });
+
+test("compat: an image whose vLLM lacks the architecture is refused with both versions and the fix", () => {
+    const r = runTools("compat", compatArgs(), { VLLM_SIM_RELEASE: release("0.14.0", ["Qwen3MoeForCausalLM", "LlamaForCausalLM"]) });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /Qwen\/Qwen3\.5-122B-A10B-FP8 needs architecture Qwen3_5MoeForConditionalGeneration, which vLLM 0\.14\.0 in this image does not support; it is supported from vLLM 0\.17\.0/);
+    assert.match(r.stderr, /Copying model files between vLLM versions does not work/);
+});
+
+test("compat: a supporting image passes in seconds and reports what it read", () => {
+    const r = runTools("compat", { ...compatArgs(), declaredVllmVersion: "0.17.1" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) });
+    assert.equal(r.status, 0, r.stderr);
+    const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    assert.equal(facts.vllmVersion, "0.17.1");
+    assert.deepEqual(facts.architectures, ["Qwen3_5MoeForConditionalGeneration"]);
+    assert.equal(facts.modelType, "qwen3_5_moe");
+    assert.ok(facts.seconds < 10);
+});
+
+test("compat: a declared version that is not the image's is named", () => {
+    const r = runTools("compat", { ...compatArgs(), declaredVllmVersion: "0.18.0" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /spark-vllm:vllm\.version says 0\.18\.0 but the image's vLLM is 0\.17\.1/);
+});
+
+test("compat: custom code needs trustRemoteCode, an unknown model_type needs a newer transformers", () => {
+    const snap = writeModel(hfHome, { ...QWEN35_122B_FP8, id: "acme/custom-model" } as typeof QWEN35_122B_FP8);
+    const cfgPath = path.join(snap, "config.json");
+    const cfg = JSON.parse(fs.readFileSync(cfgPath, "utf8"));
+    fs.rmSync(cfgPath);
+    fs.writeFileSync(cfgPath, JSON.stringify({ ...cfg, auto_map: { AutoConfig: "x.Config" } }));
+    const env = { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) };
+    const custom = runTools("compat", { ...compatArgs(), model: "acme/custom-model" }, env);
+    assert.equal(custom.status, 1);
+    assert.match(custom.stderr, /set spark-vllm:model\.trustRemoteCode: true/);
+    fs.rmSync(cfgPath);
+    fs.writeFileSync(cfgPath, JSON.stringify({ ...cfg, model_type: "qwen9_moe" }));
+    const unknown = runTools("compat", { ...compatArgs(), model: "acme/custom-model" }, env);
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /transformers 4\.57\.1 in this image does not recognize model_type 'qwen9_moe'/);
+});
+
+test("compat: missing weights on the head say where they were looked for", () => {
+    const r = runTools("compat", { ...compatArgs(), model: "nobody/absent" }, { VLLM_SIM_RELEASE: release("0.17.1", []) });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /nobody\/absent: config\.json not found under .*\/hub on the head/);
+});
+
+test("preflight: prints facts as JSON and one line per problem, naming the host and the fix", () => {
+    const machine = os.arch() === "arm64" ? "linux/arm64" : "linux/amd64";
+    const other = machine === "linux/arm64" ? "linux/amd64" : "linux/arm64";
+    const r = runTools("preflight", {
+        host: "spark-x", platform: other, gpus: 1, fabric: { interface: "nosuch0", address: "198.18.9.9", hcas: ["rocep9s0f9"] },
+        cacheDir: path.join(dir, "missing-cache"), logDir: dir,
+    }, { PATH: "/usr/bin:/bin" });
+    assert.equal(r.status, 1);
+    const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    assert.equal(facts.host, "spark-x");
+    assert.equal(facts.platform, machine);
+    assert.equal(typeof facts.memory.totalBytes, "number");
+    for (const expected of [
+        `spark-x: CPU architecture is ${os.arch() === "arm64" ? "aarch64" : "x86_64"} (${machine}) but spark-vllm:hosts[].platform says ${other}: set it to ${machine}`,
+        "spark-x: nvidia-smi failed",
+        "spark-x: interface nosuch0 does not exist",
+        "spark-x: HCA rocep9s0f9 not found",
+        "spark-x: model cache directory",
+    ]) assert.ok(r.stderr.includes(expected), `missing "${expected}" in:\n${r.stderr}`);
+});
+
+test("preflight: a loopback 'fabric' that is up with its address passes those checks", () => {
+    const r = runTools("preflight", {
+        host: "spark-x", platform: "linux/amd64", gpus: 1, fabric: { interface: "lo", address: "127.0.0.1", hcas: [] }, cacheDir: hfHome, logDir: dir,
+    });
+    const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    assert.equal(facts.fabric.hasAddress, true);
+    assert.ok(!/interface lo/.test(r.stderr), r.stderr);
+    assert.ok(facts.disk.freeBytes > 0);
+});
+
+async function freePort(): Promise<number> {
+    return new Promise(resolve => {
+        const s = net.createServer().listen(0, "127.0.0.1", () => {
+            const port = (s.address() as net.AddressInfo).port;
+            s.close(() => resolve(port));
+        });
+    });
+}
+
+/** Starts the stand-in `vllm serve` as the launch does: detached, log and pid file. */
+async function serve(faults: object | null): Promise<{ port: number; log: string; pidFile: string; env: Record<string, string> }> {
+    const port = await freePort();
+    const log = path.join(dir, `vllm-${port}.log`);
+    const pidFile = path.join(dir, `vllm-${port}.pid`);
+    const faultsFile = path.join(dir, `faults-${port}.json`);
+    fs.writeFileSync(faultsFile, JSON.stringify(faults ?? {}));
+    const env = {
+        ...process.env, PYTHONPATH: path.join(IMAGE, "python"), HF_HOME: hfHome, VLLM_API_KEY: "k-123", VLLM_HOST_IP: "127.0.0.1",
+        VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]), VLLM_SIM_FAULTS: faultsFile,
+        VLLM_SIM_LOCK_DIR: path.join(dir, "locks"),
+    } as Record<string, string>;
+    const out = fs.openSync(log, "w");
+    const child = spawn(path.join(IMAGE, "bin", "vllm"), ["serve", QWEN35_122B_FP8.id, "--served-model-name", "qwen", "--host", "127.0.0.1", "--port", String(port)],
+        { env, stdio: ["ignore", out, out], detached: true });
+    child.unref();
+    fs.writeFileSync(pidFile, String(child.pid));
+    return { port, log, pidFile, env };
+}
+
+const probeArgs = (s: { port: number; log: string; pidFile: string }, timeoutSeconds = 30) =>
+    ({ host: "spark-a", port: s.port, servedName: "qwen", log: s.log, pidFile: s.pidFile, timeoutSeconds, intervalSeconds: 1 });
+
+test("endpoint probe: waits for /health, checks /v1/models and a completion with the key, reports seconds to ready", async () => {
+    const s = await serve({ load_seconds: 2 });
+    try {
+        const r = runTools("endpoint-probe", probeArgs(s), s.env, "k-123\n");
+        assert.equal(r.status, 0, r.stderr);
+        const result = JSON.parse(r.stdout.trim().split("\n").pop()!);
+        assert.equal(result.vllmVersion, "0.17.1");
+        assert.ok(result.secondsToReady >= 1, `ready after ${result.secondsToReady} s`);
+        const wrongKey = runTools("endpoint-probe", probeArgs(s), s.env, "wrong\n");
+        assert.equal(wrongKey.status, 1);
+        assert.match(wrongKey.stderr, /\/v1\/models answered 401 with the API key/);
+    } finally {
+        process.kill(Number(fs.readFileSync(s.pidFile, "utf8")), "SIGTERM");
+    }
+});
+
+test("endpoint probe: a crash during load fails at once with kind, root cause, hint, log path and context", async () => {
+    const s = await serve({ load_seconds: 30, crash_after_seconds: 2 });
+    const started = Date.now();
+    const r = runTools("endpoint-probe", probeArgs(s), s.env, "k-123\n");
+    assert.equal(r.status, 1);
+    assert.ok(Date.now() - started < 10_000, "failed within seconds, not at the timeout");
+    assert.match(r.stderr, /vllm serve on spark-a exited/);
+    assert.match(r.stderr, /^kind: /m);
+    assert.match(r.stderr, /^root cause: RuntimeError: CUDA error: an illegal memory access was encountered$/m);
+    assert.match(r.stderr, /^hint: /m);
+    assert.match(r.stderr, new RegExp(`^full log: spark-a:${s.log.replace(/[.]/g, "\\.")}$`, "m"));
+    const context = r.stderr.split("context:\n")[1].split("\n").filter(Boolean);
+    assert.ok(context.length > 3 && context.length <= 16, `context of ${context.length} lines`);
+});
+
+test("endpoint probe: out of memory during load is diagnosed as cuda-oom", async () => {
+    const s = await serve({ load_seconds: 4, oom_during_load: true });
+    const r = runTools("endpoint-probe", probeArgs(s), s.env, "k-123\n");
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /^kind: cuda-oom$/m);
+    assert.match(r.stderr, /^root cause: torch\.OutOfMemoryError: CUDA out of memory/m);
+});
