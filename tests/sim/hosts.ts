@@ -704,6 +704,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             async setHostDown(host, down) {
                 const h = byName(host);
                 await must(["ip", "link", "set", h.veth, down ? "down" : "up"]);
+                if (down) {
+                    // forget its MAC everywhere, so peers get "No route to host" after ARP fails
+                    // (about 3 s) instead of a TCP timeout, like a host that is powered off
+                    await run(["ip", "neigh", "flush", "to", h.address, "dev", SIM_BRIDGE]);
+                    for (const o of hostStates) {
+                        if (o.name !== h.name) await run(["ip", "-n", o.netns, "neigh", "flush", "to", h.address, "dev", SIM_FABRIC_INTERFACE]);
+                    }
+                }
                 if (!down) await waitFor(`${h.name} reachable`, () => tcpOpen(h.address, 22, 500), 10_000, 100);
             },
             exec: (host, cmd, o = {}) => run([...nsenterArgs(stateOf(host)), "/bin/bash", "-c", cmd],

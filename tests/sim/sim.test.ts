@@ -1,0 +1,170 @@
+// The simulated Spark hosts themselves (needs root):
+//   node_modules/.bin/node --import tsx --test tests/sim/sim.test.ts
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { QWEN35_122B_FP8, SIM_FABRIC_INTERFACE, SIM_MEMLOCK_BYTES, SIM_STATE_DIR, Sim, simStatus, startSim } from "./hosts";
+import { alive, run } from "./util";
+
+const isRoot = process.getuid?.() === 0;
+
+/** The stand-ins come from tests/sim/image/; until they exist, a placeholder of our own. */
+function imageDirForTest(): string | undefined {
+    if (fs.existsSync(path.join(__dirname, "image", "bin", "vllm"))) return undefined;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vllm-sim-placeholder-"));
+    fs.mkdirSync(path.join(dir, "bin"));
+    fs.mkdirSync(path.join(dir, "python", "vllm"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "bin", "vllm"), "#!/bin/sh\necho placeholder vllm\n", { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, "python", "vllm", "__init__.py"), "__version__ = '0.0.0'\n");
+    return dir;
+}
+
+describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout: 15 * 60_000 }, () => {
+    let sim: Sim;
+    let pids: number[] = [];
+
+    before(async () => {
+        sim = await startSim({ hosts: 2, imageDir: imageDirForTest() });
+        pids = sim.hosts.flatMap(h => [h.pids.sshd, h.pids.dockerd]);
+        process.stderr.write(`# sim bring-up (ms): ${JSON.stringify(sim.timings)}\n`);
+    });
+
+    after(async () => {
+        if (!sim) return;
+        await sim.stop();
+        // nothing of the sim is left
+        const st = await simStatus();
+        assert.deepEqual(st.netns, []);
+        assert.equal(st.bridge, false);
+        assert.deepEqual(st.mounts, []);
+        assert.equal(fs.existsSync(SIM_STATE_DIR), false);
+        for (const p of pids) assert.equal(alive(p), false, `pid ${p} still alive`);
+        const procs = (await run(["ps", "-eo", "args"])).stdout;
+        assert.doesNotMatch(procs, /dockerd --data-root \S*\.sim\/run/);
+        assert.doesNotMatch(procs, /sshd -D -e -f \S*\.sim\/run/);
+    });
+
+    it("ssh with key auth reaches each host as root, with its own hostname and fabric netdev", async () => {
+        for (const h of sim.hosts) {
+            const r = await sim.ssh(h.name, `hostname; ip -o -4 addr show ${SIM_FABRIC_INTERFACE}`);
+            assert.equal(r.code, 0, r.stderr);
+            const [name, addr] = r.stdout.split("\n");
+            assert.equal(name, h.name);
+            assert.match(addr, new RegExp(`${SIM_FABRIC_INTERFACE}\\s+inet ${h.address.replace(/\./g, "\\.")}/24`));
+        }
+        // the same through the agent alone (no IdentityFile, no sim ssh config)
+        const h = sim.hosts[0];
+        const r = await run(["/usr/bin/ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", `UserKnownHostsFile=${sim.knownHostsFile}`, "-o", `IdentityAgent=${sim.sshAuthSock}`, `root@${h.address}`, "echo agent-ok"],
+        { env: sim.env, timeoutMs: 20_000 });
+        assert.equal(r.stdout.trim(), "agent-ok", r.stderr);
+        // fabric: host to host over the bridge
+        const b = sim.hosts[1];
+        const t = await sim.exec(h.name, `timeout 5 bash -c 'exec 3<>/dev/tcp/${b.address}/22 && head -c 7 <&3'`);
+        assert.equal(t.stdout, "SSH-2.0");
+    });
+
+    it("sshd refuses SetEnv of an arbitrary variable (AcceptEnv is Debian's default)", async () => {
+        const r = await run(["ssh", "-o", "SetEnv=SPARK_SIM_PROBE=1", sim.hosts[0].address, "echo ${SPARK_SIM_PROBE:-unset}"],
+            { env: sim.env, timeoutMs: 20_000 });
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout.trim(), "unset");
+    });
+
+    it("DOCKER_HOST=ssh://root@<host> answers from that host's own daemon", async () => {
+        const ids = new Set<string>();
+        for (const h of sim.hosts) {
+            const r = await run(["docker", "info", "--format", "{{.ID}} {{.Name}} {{.DockerRootDir}} {{.Driver}}"],
+                { env: { ...sim.env, DOCKER_HOST: `ssh://root@${h.address}` }, timeoutMs: 30_000 });
+            assert.equal(r.code, 0, r.stderr);
+            const [id, name, rootDir, driver] = r.stdout.trim().split(" ");
+            assert.equal(name, h.name);
+            assert.equal(rootDir, path.join(h.root, "docker"));
+            assert.equal(driver, h.storageDriver);
+            ids.add(id);
+        }
+        assert.equal(ids.size, sim.hosts.length, "daemon IDs must differ per host");
+    });
+
+    it("every host pulls the image by digest and reports the same RepoDigest", async () => {
+        const ref = sim.images["0.17.1"];
+        assert.match(ref, /^198\.18\.0\.1:5000\/vllm-sim@sha256:[0-9a-f]{64}$/);
+        assert.match(sim.images["0.14.0"], /^198\.18\.0\.1:5000\/vllm-sim@sha256:[0-9a-f]{64}$/);
+        const digests: string[] = [];
+        for (const h of sim.hosts) {
+            const before = await sim.docker(h.name, ["image", "inspect", ref]);
+            assert.notEqual(before.code, 0, `${h.name} must not have the image before pulling`);
+            const p = await sim.docker(h.name, ["pull", "-q", ref], { timeoutMs: 120_000 });
+            assert.equal(p.code, 0, p.stderr);
+            const r = await sim.docker(h.name, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref]);
+            assert.equal(r.code, 0, r.stderr);
+            digests.push(r.stdout.trim());
+        }
+        assert.equal(digests[0], digests[1]);
+        assert.deepEqual(JSON.parse(digests[0]), [ref]);
+    });
+
+    it("docker run --gpus all --network host --ipc host --device /dev/infiniband works; memlock -1 is capped", async () => {
+        const h = sim.hosts[1];
+        const ref = sim.images["0.17.1"];
+        const r = await sim.docker(h.name, ["run", "--rm", "--gpus", "all", "--network", "host", "--ipc", "host",
+            "--device", "/dev/infiniband", "--ulimit", "memlock=-1:-1", "--shm-size", "1g",
+            "-v", "/root/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_HOME=/root/.cache/huggingface",
+            ref, "bash", "-c",
+            "python3 -c 'print(1)'; ulimit -l; ls /dev/infiniband; echo $NVIDIA_VISIBLE_DEVICES; " +
+            `ip -o -4 addr show ${SIM_FABRIC_INTERFACE} | wc -l; python3 -c 'import json; print(json.load(open("/etc/vllm-sim/release.json"))["version"])'; ` +
+            "cat /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8/refs/main; echo; " +
+            "cat $HF_HOME/sim-faults.json 2>/dev/null || echo no-faults"], { timeoutMs: 120_000 });
+        assert.equal(r.code, 0, r.stderr);
+        const lines = r.stdout.trim().split("\n");
+        assert.deepEqual(lines.slice(0, 6), ["1", String(SIM_MEMLOCK_BYTES / 1024), "uverbs0", "all", "1", "0.17.1"]);
+        assert.match(lines[6], /^[0-9a-f]{40}$/);
+        assert.equal(lines[7], "no-faults");
+    });
+
+    it("nvidia-smi on each host reports one GB10", async () => {
+        for (const h of sim.hosts) {
+            const r = await sim.ssh(h.name, "nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader,nounits && nvidia-smi -L && nvidia-smi | grep -c GB10");
+            assert.equal(r.code, 0, r.stderr);
+            const [csv, list, count] = r.stdout.trim().split("\n");
+            assert.equal(csv, `NVIDIA GB10, ${Math.round(119.7 * 1024)}, 580.95.05, 12.1`);
+            assert.match(list, /^GPU 0: NVIDIA GB10 \(UUID: GPU-[0-9a-f-]+\)$/);
+            assert.equal(count, "1");
+        }
+    });
+
+    it("setFaults and removeModelFile change exactly one host", async () => {
+        const [a, b] = sim.hosts;
+        await sim.setFaults(a.name, { serve: { exitWith: "boom" } });
+        const fa = await sim.ssh(a.name, "cat /root/.cache/huggingface/sim-faults.json");
+        assert.deepEqual(JSON.parse(fa.stdout), { serve: { exitWith: "boom" } });
+        const fb = await sim.ssh(b.name, "test -e /root/.cache/huggingface/sim-faults.json; echo $?");
+        assert.equal(fb.stdout.trim(), "1");
+        await sim.setFaults(a.name, null);
+        assert.equal((await sim.ssh(a.name, "test -e /root/.cache/huggingface/sim-faults.json; echo $?")).stdout.trim(), "1");
+
+        const w = "model-00001-of-00001.safetensors";
+        await sim.removeModelFile(b.name, QWEN35_122B_FP8.id, w);
+        const snap = "/root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8/snapshots/*";
+        assert.equal((await sim.ssh(b.name, `ls ${snap}/${w} >/dev/null 2>&1; echo $?`)).stdout.trim(), "2");
+        assert.equal((await sim.ssh(a.name, `ls ${snap}/${w} >/dev/null 2>&1; echo $?`)).stdout.trim(), "0");
+        await sim.writeModel(b.name, QWEN35_122B_FP8);
+        assert.equal((await sim.ssh(b.name, `ls ${snap}/${w} >/dev/null 2>&1; echo $?`)).stdout.trim(), "0");
+    });
+
+    it("setHostDown makes ssh fail and restoring fixes it", async () => {
+        const h = sim.hosts[1];
+        await sim.setHostDown(h.name, true);
+        const down = await sim.ssh(h.name, "true", { timeoutMs: 30_000 });
+        assert.notEqual(down.code, 0);
+        const dockerDown = await sim.docker(h.name, ["version", "--format", "{{.Server.Version}}"], { timeoutMs: 30_000 });
+        assert.notEqual(dockerDown.code, 0);
+        // the console still works, and the host's daemons are still running
+        assert.equal((await sim.exec(h.name, "hostname")).stdout.trim(), h.name);
+        await sim.setHostDown(h.name, false);
+        const up = await sim.ssh(h.name, "echo back", { timeoutMs: 30_000 });
+        assert.equal(up.stdout.trim(), "back", up.stderr);
+    });
+});
