@@ -9,6 +9,7 @@ const spec = parseSpec(readConfig(config));
 const cluster = new SparkCluster("spark", {
     spec,
     sshPrivateKey: config.getSecret("sshPrivateKey"),
+    hfToken: config.getSecret("hfToken"),
 });
 
 export const endpoint = cluster.endpoint;

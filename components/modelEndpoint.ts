@@ -11,6 +11,8 @@ export interface ModelEndpointArgs {
     connection: types.input.remote.ConnectionArgs;
     /** The head's container; the compat check runs inside it. */
     container: pulumi.Resource & { id: pulumi.Output<string> };
+    /** The weights on every host: the check waits for them and reruns when they change. */
+    weights: { ready: pulumi.Input<string>; commands: pulumi.Resource[] };
     /** The API key vLLM requires; it only ever travels through stdin. */
     apiKey: pulumi.Input<string>;
     /**
@@ -35,8 +37,8 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         this.compat = new remote.Command(`${name}-compat`, {
             connection,
             create: plan.compat.create,
-            triggers: [plan.compat.create, args.container.id],
-        }, { parent: this, dependsOn: [args.container] });
+            triggers: [plan.compat.create, args.container.id, args.weights.ready],
+        }, { parent: this, dependsOn: [args.container, ...args.weights.commands] });
         const rayReady = pulumi.output(args.rayReady);
         this.launch = new remote.Command(`${name}-launch`, {
             connection,

@@ -5,7 +5,7 @@ import * as path from "path";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { diagnosisPythonSource } from "./diagnosis";
-import { ARCHITECTURES } from "./catalog";
+import { ARCHITECTURES, findModel } from "./catalog";
 
 export type Role = "head" | "worker";
 
@@ -50,6 +50,8 @@ export interface HostPlan {
     tools: CommandPlan & { content: string };
     /** Facts as JSON; fails with one line per problem. */
     preflight: CommandPlan;
+    /** Puts the weights in place per the strategy (in the container) and prints the file manifest. */
+    weights: CommandPlan;
     /** The exact `ray start` argv. */
     rayStartArgv: string[];
     rayLaunch: CommandPlan;
@@ -174,6 +176,24 @@ function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
     return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(facts)]))), timeoutSeconds: 60 };
 }
 
+function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandPlan {
+    const download = spec.model.weights === "download" || (spec.model.weights === "head-then-copy" && host === spec.hosts[0]);
+    const args = {
+        host: host.name,
+        model: spec.model.id,
+        cacheDir: spec.model.cacheDir,
+        strategy: download ? "download" : "present",
+        ...(download && hasToken ? { tokenOnStdin: true } : {}),
+        ...(download && findModel(spec.model.id) ? { expectedBytes: findModel(spec.model.id)!.weightBytes } : {}),
+    };
+    const seconds = download ? 4 * 3600 : 120;
+    return {
+        create: withTimeout(seconds, dockerExec(containerName(host), tools(spec, ["weights", json(args)]), { stdin: !!args.tokenOnStdin })),
+        ...(args.tokenOnStdin ? { stdin: "hfToken" as const } : {}),
+        timeoutSeconds: seconds,
+    };
+}
+
 function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostSpec): string[] {
     const common = [`--node-ip-address=${host.fabric.address}`, `--num-gpus=${host.gpus}`, "--disable-usage-stats"];
     if (role === "head")
@@ -211,7 +231,7 @@ export function vllmServeArgv(spec: ClusterSpec): string[] {
 }
 
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
-export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram()): ClusterPlan {
+export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
     const headSpec = spec.hosts[0];
     const hosts: HostPlan[] = spec.hosts.map((host, i) => {
         const role: Role = i === 0 ? "head" : "worker";
@@ -222,6 +242,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             container: containerPlan(spec, host, role),
             tools: toolsInstall(spec, toolsContent),
             preflight: preflight(spec, host),
+            weights: weights(spec, host, opts.hfToken ?? false),
             rayStartArgv: argv,
             rayLaunch: rayLaunch(containerName(host), argv),
         };

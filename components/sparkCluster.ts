@@ -4,7 +4,7 @@ import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
 import { ClusterPlan, planCluster } from "./plan";
 import { deferred } from "./connection";
-import { sameImage } from "./checks";
+import { sameImage, sameWeights } from "./checks";
 import { SparkHost } from "./sparkHost";
 import { VllmContainer } from "./vllmContainer";
 import { RayHead } from "./rayHead";
@@ -20,6 +20,8 @@ export interface SparkClusterArgs {
     apiKey?: pulumi.Input<string>;
     /** Keep the image on the hosts when the stack is destroyed. Default: true. */
     keepImage?: boolean;
+    /** Hugging Face token for gated models (downloads only; through stdin). Default: none. */
+    hfToken?: pulumi.Input<string>;
 }
 
 /** Two or more DGX Sparks serving one model through vLLM over Ray. */
@@ -39,7 +41,7 @@ export class SparkCluster extends pulumi.ComponentResource {
 
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
-        const plan = (this.plan = planCluster(args.spec));
+        const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined }));
         const apiKey = args.apiKey ?? new random.RandomPassword(`${name}-api-key`, { length: 40, special: false }, { parent: this }).result;
         this.apiKey = pulumi.secret(pulumi.output(apiKey));
 
@@ -51,6 +53,9 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
             plan: h.container,
             provider: this.hosts[i].provider,
+            connection: this.hosts[i].connection,
+            weights: h.weights,
+            hfToken: args.hfToken,
             keepImage: args.keepImage,
             imageAgreement: pulumi.output(agreed.promise),
         }, { parent: this, dependsOn: preflights }));
@@ -59,12 +64,15 @@ export class SparkCluster extends pulumi.ComponentResource {
 
         const head = this.hosts[0];
         const headContainer = this.containers[0].container;
+        // Nothing launches until every host holds the same weights at the same path.
+        const weightsAgreement = pulumi.all(this.containers.map(c => c.manifest)).apply(ms => sameWeights(plan.spec.model.id, ms));
         const workers = deferred<remote.Command[]>();
         const rayReady = deferred<remote.Command>();
         this.model = new ModelEndpoint(`${name}-model`, {
             plan,
             connection: head.connection,
             container: headContainer,
+            weights: { ready: weightsAgreement, commands: this.containers.map(c => c.weights) },
             apiKey: this.apiKey,
             rayReady: rayReady.promise,
         }, { parent: this });

@@ -1,12 +1,21 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
-import { ContainerPlan } from "./plan";
+import * as remote from "@pulumi/command/remote";
+import { types } from "@pulumi/command";
+import { CommandPlan, ContainerPlan } from "./plan";
+import { WeightsManifest } from "./checks";
 
 export interface VllmContainerArgs {
     /** The container's plan (from `planCluster`). */
     plan: ContainerPlan;
     /** The host's Docker provider (from `SparkHost`). */
     provider: docker.Provider;
+    /** SSH connection to the host (from `SparkHost`), for the weights command. */
+    connection: types.input.remote.ConnectionArgs;
+    /** Puts the model's weights in place and lists them (from `planCluster`). */
+    weights: CommandPlan;
+    /** Hugging Face token for downloads; travels only through stdin. Default: none (public models). */
+    hfToken?: pulumi.Input<string>;
     /** Keep the image on the host when the stack is destroyed. Default: true (vLLM images are tens of GB). */
     keepImage?: boolean;
     /**
@@ -20,6 +29,9 @@ export interface VllmContainerArgs {
 export class VllmContainer extends pulumi.ComponentResource {
     readonly image: docker.RemoteImage;
     readonly container: docker.Container;
+    readonly weights: remote.Command;
+    /** The weights this host holds, as listed after the weights command. */
+    readonly manifest: pulumi.Output<WeightsManifest>;
 
     constructor(name: string, args: VllmContainerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:VllmContainer", name, {}, opts);
@@ -50,6 +62,14 @@ export class VllmContainer extends pulumi.ComponentResource {
             // Ray and vLLM run under docker exec; stop them quickly when the container goes.
             destroyGraceSeconds: 30,
         }, { parent: this, provider, deleteBeforeReplace: true });
+        const { weights } = args;
+        this.weights = new remote.Command(`${name}-weights`, {
+            connection: args.connection,
+            create: weights.create,
+            ...(weights.stdin === "hfToken" && args.hfToken !== undefined ? { stdin: pulumi.secret(pulumi.output(args.hfToken).apply(t => `${t}\n`)) } : {}),
+            triggers: [weights.create, this.container.id],
+        }, { parent: this, dependsOn: [this.container] });
+        this.manifest = this.weights.stdout.apply(out => JSON.parse(out.trim().split("\n").pop() || "{}") as WeightsManifest);
         this.registerOutputs({ repoDigest: this.image.repoDigest, containerId: this.container.id });
     }
 }

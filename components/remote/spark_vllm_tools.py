@@ -223,6 +223,55 @@ def compat(args):
                     "transformers": tf_version, "seconds": round(time.time() - started, 2)}, sort_keys=True))
 
 
+# ---------------------------------------------------------------- weights
+
+def manifest(snap):
+    files = {}
+    for root, _, names in os.walk(snap):
+        for name in names:
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, snap)
+            try:
+                files[rel] = os.stat(full).st_size  # follows the cache's symlinks to blobs
+            except OSError:
+                files[rel] = -1  # a dangling link: the blob is missing
+    return files
+
+
+def download(args, token):
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        fail(["%s: the image has no huggingface_hub to download with; put the weights in place and set "
+              "spark-vllm:model.weights: present" % args["host"]])
+    say("%s: downloading %s into %s" % (args["host"], args["model"], args["cacheDir"]))
+    snapshot_download(repo_id=args["model"], cache_dir=os.path.join(args["cacheDir"], "hub"), token=token or None)
+
+
+def weights(args):
+    token = sys.stdin.readline().strip() if args.get("tokenOnStdin") else ""
+    host, model, cache = args["host"], args["model"], args["cacheDir"]
+    snap = snapshot_dir(cache, model)
+    if args["strategy"] != "present" and (snap is None or not os.path.isfile(os.path.join(snap, "config.json"))):
+        need = args.get("expectedBytes") or 0
+        free = shutil.disk_usage(cache).free if os.path.isdir(cache) else 0
+        if need and free < need * 1.05:
+            fail(["%s: %.1f GB free at %s but %s needs about %.1f GB: free disk space or use another cacheDir"
+                  % (host, free / 1e9, cache, model, need / 1e9)])
+        download(args, token)
+        snap = snapshot_dir(cache, model)
+    if snap is None or not os.path.isdir(snap):
+        fail(["%s: %s is not in %s/hub: download it there (huggingface-cli download %s) or set "
+              "spark-vllm:model.weights: download" % (host, model, cache, model)])
+    files = manifest(snap)
+    broken = sorted(f for f, size in files.items() if size < 0)
+    if broken:
+        fail(["%s: %s has files whose data is missing (dangling links): %s; download the model again"
+              % (host, model, ", ".join(broken[:10]))])
+    say(json.dumps({"host": host, "revision": os.path.basename(snap), "files": files,
+                    "totalBytes": sum(files.values())}, sort_keys=True))
+
+
 # ---------------------------------------------------------------- ray-probe
 
 def ray_probe(args):
@@ -376,7 +425,7 @@ def endpoint_probe(args):
     say(json.dumps({"secondsToReady": ready, "vllmVersion": version, "model": args["servedName"]}, sort_keys=True))
 
 
-COMMANDS = {"preflight": preflight, "compat": compat, "ray-probe": ray_probe, "endpoint-probe": endpoint_probe}
+COMMANDS = {"preflight": preflight, "weights": weights, "compat": compat, "ray-probe": ray_probe, "endpoint-probe": endpoint_probe}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:

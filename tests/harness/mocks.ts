@@ -25,13 +25,15 @@ export interface EvaluateOptions {
     preview?: boolean;
     /** RemoteImage name → the repo digest its pull reports (default: the configured reference's). */
     digestOverrides?: Record<string, string>;
+    /** Weights command name → the file manifest it reports. */
+    manifestOverrides?: Record<string, Record<string, number>>;
 }
 
 export function evaluateWithMocks(config: Record<string, unknown>, opts: EvaluateOptions = {}): Evaluation {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-eval-"));
     try {
         const request = path.join(dir, "request.json");
-        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides }));
+        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides, manifestOverrides: opts.manifestOverrides }));
         // A program error also exits non-zero, as `pulumi up` does; the JSON on stdout says what happened.
         const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,

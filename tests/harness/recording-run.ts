@@ -24,6 +24,16 @@ function unsecret(value: any): any {
 }
 
 let digestOverrides: Record<string, string> = {};
+let manifestOverrides: Record<string, Record<string, number>> = {};
+
+function commandStdout(name: string): string {
+    if (name.endsWith("-preflight")) return JSON.stringify({ host: name, arch: "aarch64" });
+    if (name.endsWith("-weights")) {
+        const files = manifestOverrides[name] ?? { "config.json": 100, "model-00001-of-00001.safetensors": 1000 };
+        return JSON.stringify({ host: name.replace(/-weights$/, ""), revision: "r1", files, totalBytes: Object.values(files).reduce((a, b) => a + b, 0) });
+    }
+    return "";
+}
 
 function fakeState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
     switch (type) {
@@ -32,7 +42,7 @@ function fakeState(type: string, name: string, inputs: Record<string, any>): Rec
         case "docker:index/remoteImage:RemoteImage":
             return { ...inputs, repoDigest: digestOverrides[name] ?? inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
         case "command:remote:Command":
-            return { ...inputs, stdout: name.endsWith("-preflight") ? JSON.stringify({ host: name, arch: "aarch64" }) : "", stderr: "" };
+            return { ...inputs, stdout: commandStdout(name), stderr: "" };
         default:
             return inputs;
     }
@@ -41,6 +51,7 @@ function fakeState(type: string, name: string, inputs: Record<string, any>): Rec
 async function main(): Promise<void> {
     const request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
     digestOverrides = request.digestOverrides ?? {};
+    manifestOverrides = request.manifestOverrides ?? {};
     try {
         const outputs = await evaluate({
             stack: request.stack,

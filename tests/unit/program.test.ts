@@ -27,8 +27,8 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
         assert.equal(count("docker:index/container:Container"), hosts);
         assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
-        // per host: tools + preflight; head: ray launch + ray probe + compat + vllm launch + probe; workers: launch
-        assert.equal(count("command:remote:Command"), 2 * hosts + 5 + (hosts - 1));
+        // per host: tools + preflight + weights; head: ray launch + ray probe + compat + vllm launch + probe; workers: launch
+        assert.equal(count("command:remote:Command"), 3 * hosts + 5 + (hosts - 1));
         const serve = named(resources, "spark-model-launch").inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
         // Components parent their children: a child's URN type chain names the component.
@@ -150,4 +150,25 @@ test("hosts that pulled different images stop every container, naming each host'
     assert.match(error ?? "", /pin spark-vllm:image by digest/);
     assert.deepEqual(byType(resources, "docker:index/container:Container"), []);
     assert.ok(!resources.some(r => r.name.endsWith("-launch")), "nothing launches");
+});
+
+test("a host missing weight files stops the launch, naming the host and the files", () => {
+    const { error, resources } = evaluateWithMocks(clusterConfig(3), {
+        manifestOverrides: { "spark-spark-c-weights": { "config.json": 100 } },
+    });
+    assert.match(error ?? "", /the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/);
+    assert.match(error ?? "", /spark-spark-c: missing model-00001-of-00001\.safetensors/);
+    assert.ok(!resources.some(r => r.name === "spark-model-compat" || r.name.endsWith("-launch")), "nothing after the check runs");
+});
+
+test("the HF token travels only on the weights commands' stdin when downloading", () => {
+    const config: Record<string, any> = { ...clusterConfig(2), "spark-vllm:hfToken": "hf_SECRETTOKEN123" };
+    (config["spark-vllm:model"] as any).weights = "download";
+    const { resources, error } = evaluateWithMocks(config);
+    assert.equal(error, undefined);
+    for (const r of resources) {
+        const { stdin, ...rest } = r.inputs;
+        assert.ok(!JSON.stringify(rest).includes("hf_SECRETTOKEN123"), `${r.name} leaks the token`);
+        if (r.name.endsWith("-weights")) assert.equal(stdin, "hf_SECRETTOKEN123\n");
+    }
 });

@@ -188,3 +188,29 @@ test("endpoint probe: out of memory during load is diagnosed as cuda-oom", async
     assert.match(r.stderr, /^kind: cuda-oom$/m);
     assert.match(r.stderr, /^root cause: torch\.OutOfMemoryError: CUDA out of memory/m);
 });
+
+test("weights: present lists every file with its size; a missing model or blob names the host and the fix", () => {
+    const ok = runTools("weights", { host: "spark-b", model: QWEN35_122B_FP8.id, cacheDir: hfHome, strategy: "present" });
+    assert.equal(ok.status, 0, ok.stderr);
+    const m = JSON.parse(ok.stdout.trim().split("\n").pop()!);
+    assert.equal(m.host, "spark-b");
+    assert.ok(m.files["config.json"] > 0 && Object.keys(m.files).some(f => f.endsWith(".safetensors")));
+    assert.equal(m.totalBytes, Object.values(m.files as Record<string, number>).reduce((a, b) => a + b, 0));
+
+    const absent = runTools("weights", { host: "spark-b", model: "nobody/absent", cacheDir: hfHome, strategy: "present" });
+    assert.equal(absent.status, 1);
+    assert.match(absent.stderr, /spark-b: nobody\/absent is not in .*\/hub: download it there .* or set spark-vllm:model\.weights: download/);
+
+    const snap = writeModel(hfHome, { ...QWEN35_122B_FP8, id: "acme/broken" } as typeof QWEN35_122B_FP8);
+    const shard = fs.readdirSync(snap).find(f => f.endsWith(".safetensors"))!;
+    fs.rmSync(path.resolve(snap, fs.readlinkSync(path.join(snap, shard))));
+    const broken = runTools("weights", { host: "spark-b", model: "acme/broken", cacheDir: hfHome, strategy: "present" });
+    assert.equal(broken.status, 1);
+    assert.match(broken.stderr, new RegExp(`spark-b: acme/broken has files whose data is missing \\(dangling links\\): ${shard.replace(/[.]/g, "\\.")}`));
+});
+
+test("weights: download checks the disk against the model size before fetching", () => {
+    const r = runTools("weights", { host: "spark-a", model: "acme/huge", cacheDir: hfHome, strategy: "download", expectedBytes: 1e18 });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /spark-a: [\d.]+ GB free at .* but acme\/huge needs about 1000000000\.0 GB: free disk space or use another cacheDir/);
+});
