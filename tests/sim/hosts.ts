@@ -337,7 +337,7 @@ function sshdConfig(h: HostState): string {
     ].join("\n");
 }
 
-async function prepareHostDirs(h: HostState, opts: Required<Pick<SimOptions, "driver">> & { gpuMemoryGiB: number | null; models: SimModel[] }, pubKey: string): Promise<void> {
+async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Required<Pick<SimOptions, "driver">> & { gpuMemoryGiB: number | null; models: SimModel[] }, pubKey: string): Promise<void> {
     const r = h.root;
     for (const d of ["etc", "bin", "home/.ssh", "home/.cache/huggingface", "run/sshd", "run/lock", "vartmp/spark-vllm",
         "dev/upper/infiniband", "dev/work", "dev/orig", "docker", "log"]) {
@@ -352,6 +352,14 @@ async function prepareHostDirs(h: HostState, opts: Required<Pick<SimOptions, "dr
     await must(["mknod", "-m", "666", path.join(r, "dev/upper/infiniband/uverbs0"), "c", "231", "192"]);
     await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", `root@${h.name}`, "-f", path.join(r, "etc/ssh_host_ed25519_key")]);
     fs.writeFileSync(path.join(r, "etc/sshd_config"), sshdConfig(h));
+    fs.writeFileSync(path.join(r, "etc/hostname"), `${h.name}\n`);
+    fs.writeFileSync(path.join(r, "etc/hosts"), [
+        "127.0.0.1\tlocalhost",
+        `127.0.1.1\t${h.name}`,
+        "::1\t\tlocalhost ip6-localhost ip6-loopback",
+        ...allHosts.map(o => `${o.address}\t${o.name}`),
+        "",
+    ].join("\n"));
     fs.writeFileSync(path.join(r, "etc/daemon.json"), JSON.stringify({ "deprecated-key-path": path.join(r, "etc/key.json") }, null, 2));
     for (const f of fs.readdirSync(HOST_BIN_SRC)) {
         fs.copyFileSync(path.join(HOST_BIN_SRC, f), path.join(r, "bin", f));
@@ -398,6 +406,8 @@ mount --bind '${r}/run' /run
 mount --bind '${r}/home' /root
 mount --bind '${r}/vartmp' /var/tmp
 mount --bind '${r}/bin' /usr/local/sbin
+mount --bind '${r}/etc/hosts' /etc/hosts
+mount --bind '${r}/etc/hostname' /etc/hostname
 hostname '${h.name}'
 `;
     await must(["unshare", `--mount=${h.mntFile}`, `--uts=${h.utsFile}`, "--propagation", "private", "/bin/bash", "-c", setup]);
@@ -583,7 +593,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const pub = fs.readFileSync(key + ".pub", "utf8");
         const gpuMemoryGiB = options.gpuMemoryGiB === undefined ? 119.7 : options.gpuMemoryGiB;
         const driver = options.driver ?? "580.95.05";
-        await Promise.all(hostStates.map(h => prepareHostDirs(h, { driver, gpuMemoryGiB, models }, pub)));
+        await Promise.all(hostStates.map(h => prepareHostDirs(h, hostStates, { driver, gpuMemoryGiB, models }, pub)));
         const client = writeSshClientFiles(runDir, hostStates);
         phase("files");
 
