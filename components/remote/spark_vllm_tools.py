@@ -73,16 +73,19 @@ def docker_facts():
 
 
 def iface_facts(name, address):
-    base = "/sys/class/net/" + name
-    if not os.path.isdir(base):
+    # Ask netlink (ip), not /sys/class/net: sysfs may show another network namespace's view.
+    code, out, _ = run(["ip", "-j", "addr", "show", "dev", name])
+    try:
+        link = json.loads(out)[0] if code == 0 else None
+    except (ValueError, IndexError):
+        link = None
+    if not link:
         return {"name": name, "exists": False}
-    state = read_file(base + "/operstate")
-    carrier = read_file(base + "/carrier")
-    _, out, _ = run(["ip", "-o", "-4", "addr", "show", "dev", name])
-    addrs = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
-    up = state == "up" or (state == "unknown" and carrier == "1")
-    return {"name": name, "exists": True, "up": up, "state": state, "addresses": addrs,
-            "hasAddress": address in addrs}
+    state = (link.get("operstate") or "").lower()
+    flags = link.get("flags") or []
+    up = state == "up" or (state == "unknown" and "UP" in flags and "LOWER_UP" in flags)
+    addrs = [a.get("local") for a in link.get("addr_info") or [] if a.get("family") == "inet"]
+    return {"name": name, "exists": True, "up": up, "state": state, "addresses": addrs, "hasAddress": address in addrs}
 
 
 def hca_facts(hcas):
@@ -333,7 +336,7 @@ def read_log(path):
 
 def last_progress(log):
     found = None
-    for line in normalise_log(log).splitlines():
+    for line in normalise_log(log):
         for pattern in PROGRESS_PATTERNS:
             m = re.search(pattern, line)
             if m:
@@ -375,7 +378,7 @@ def failure_report(args, headline, log):
                   "full log: " + where, "context:"]
         lines += ["  " + l for l in context_around(log, found["line"])]
     else:
-        tail = [l for l in normalise_log(log).splitlines() if l.strip()][-15:]
+        tail = [l for l in normalise_log(log) if l.strip()][-15:]
         lines += ["no known root cause found in the log; full log: " + where, "last lines:"] + ["  " + l for l in tail]
     return lines
 

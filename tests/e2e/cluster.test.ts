@@ -34,7 +34,8 @@ export function simStack(name: string, opts: { tag?: string; hosts?: number; vll
     return {
         name,
         statePath: path.join(work, `${name}.state.json`),
-        transport: { env: sim.env, sshArgs: ["-F", sim.sshConfigFile], memlockBytes: 8 * 1024 * 1024 },
+        // The sim's ssh on PATH carries its config; its runtime caps memlock (tests/sim/README.md).
+        transport: { env: sim.env, sshArgs: [] },
         config: {
             "spark-vllm:hosts": hosts,
             "spark-vllm:image": sim.images[opts.tag ?? "0.17.1"],
@@ -57,7 +58,7 @@ async function leftovers(): Promise<string[]> {
     for (const h of sim.hosts) {
         const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
         if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
-        const procs = await sim.exec(h.name, "pgrep -af 'vllm serve|ray start|_sim_gcs' || true");
+        const procs = await sim.exec(h.name, "pgrep -af '[v]llm serve|[r]ay start|[_]sim_gcs' || true");
         if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
         const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 )' || true");
         if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
@@ -198,8 +199,12 @@ describe("failures stop up with the cause", () => {
     });
 
     test("a fabric interface that is down fails preflight naming the host and the fix", async () => {
-        await sim.exec("spark-b", "ip link add enP2p1s0f1np1 type dummy && ip addr add 198.19.0.3/24 dev enP2p1s0f1np1");
-        await sim.exec("spark-a", "ip link add enP2p1s0f1np1 type dummy && ip addr add 198.19.0.2/24 dev enP2p1s0f1np1 && ip link set enP2p1s0f1np1 up");
+        // A second fabric netdev on each host (a veth whose peer stays in the host); spark-b's stays down.
+        const addNetdev = (host: string, address: string, up: boolean) => sim.exec(host,
+            `ip link add enP2p1s0f1np1 type veth peer name fabric-peer && ip addr add ${address}/24 dev enP2p1s0f1np1` +
+            (up ? " && ip link set fabric-peer up && ip link set enP2p1s0f1np1 up" : ""));
+        await addNetdev("spark-a", "198.19.0.2", true);
+        await addNetdev("spark-b", "198.19.0.3", false);
         const stack = simStack("fabric-down", { fabricInterface: "enP2p1s0f1np1" });
         (stack.config["spark-vllm:hosts"] as any[]).forEach((h, i) => (h.fabric.address = `198.19.0.${i + 2}`));
         try {

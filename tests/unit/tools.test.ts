@@ -214,3 +214,17 @@ test("weights: download checks the disk against the model size before fetching",
     assert.equal(r.status, 1);
     assert.match(r.stderr, /spark-a: [\d.]+ GB free at .* but acme\/huge needs about 1000000000\.0 GB: free disk space or use another cacheDir/);
 });
+
+test("endpoint probe: a hang is reported at the timeout with the last log lines and progress on the way", async () => {
+    const s = await serve({ nccl_hang: true });
+    try {
+        const r = runTools("endpoint-probe", probeArgs(s, 4), s.env, "k-123\n");
+        assert.equal(r.status, 1);
+        assert.match(r.stderr, /vllm serve on spark-a did not become healthy within 4 s/);
+        assert.match(r.stderr, /no known root cause found in the log; full log: spark-a:/);
+        const tail = r.stderr.split("last lines:\n")[1].split("\n").filter(Boolean);
+        assert.ok(tail.length > 0 && tail.length <= 15, `${tail.length} last lines`);
+    } finally {
+        process.kill(Number(fs.readFileSync(s.pidFile, "utf8")), "SIGKILL");
+    }
+});
