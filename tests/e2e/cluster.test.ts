@@ -46,6 +46,13 @@ export function simStack(name: string, opts: { tag?: string; hosts?: number; vll
     };
 }
 
+/** The failed up's error, printed so CI logs show what a user would read. */
+function failure(r: Report): string {
+    assert.ok(r.error, "up was expected to fail");
+    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
+    return r.error;
+}
+
 const names = (r: Report, kind?: string) => changes(r).filter(o => !kind || o.op === kind).map(o => o.name).sort();
 
 async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: string }> {
@@ -121,13 +128,14 @@ describe("failures stop up with the cause", () => {
     test("the 0.14.0 image is refused before any launch, naming the architecture and both versions", async () => {
         const stack = simStack("old-vllm", { tag: "0.14.0" });
         const started = Date.now();
-        const r = await up(stack);
         try {
-            assert.match(r.error ?? "", /spark-model-compat/);
-            assert.match(r.error ?? "", /Qwen3_5MoeForConditionalGeneration/);
-            assert.match(r.error ?? "", /vLLM 0\.14\.0/);
-            assert.match(r.error ?? "", /supported from vLLM 0\.17\.0/);
-            assert.match(r.error ?? "", /Copying model files between vLLM versions does not work/);
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, /spark-model-compat/);
+            assert.match(error, /Qwen3_5MoeForConditionalGeneration/);
+            assert.match(error, /vLLM 0\.14\.0/);
+            assert.match(error, /supported from vLLM 0\.17\.0/);
+            assert.match(error, /Copying model files between vLLM versions does not work/);
             assert.ok(!r.ops.some(o => o.name.endsWith("-launch")), "nothing launched");
             const verdict = r.ops.find(o => o.name === "spark-model-compat")!;
             console.log(`compatibility verdict ${(verdict.endMs / 1000).toFixed(1)} s after up started (wall ${(Date.now() - started) / 1000} s incl. process start)`);
@@ -142,10 +150,11 @@ describe("failures stop up with the cause", () => {
         await sim.setFaults("spark-a", { load_seconds: 30, crash_after_seconds: 6 });
         try {
             const r = await up(stack);
-            assert.match(r.error ?? "", /spark-model-probe/);
-            assert.match(r.error ?? "", /kind: /);
-            assert.match(r.error ?? "", /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
-            assert.match(r.error ?? "", /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
+            const error = failure(r);
+            assert.match(error, /spark-model-probe/);
+            assert.match(error, /kind: /);
+            assert.match(error, /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
+            assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
             const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
             const crashAt = Number(/SIM_CRASH_AT (\d+\.\d+)/.exec(log)?.[1]) * 1000;
             const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed)!;
@@ -163,8 +172,9 @@ describe("failures stop up with the cause", () => {
         await sim.setFaults("spark-a", { nccl_hang: true });
         try {
             const r = await up(stack);
-            assert.match(r.error ?? "", /did not become healthy within 8 s/);
-            assert.match(r.error ?? "", /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log|last lines:/);
+            const error = failure(r);
+            assert.match(error, /did not become healthy within 8 s/);
+            assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log|last lines:/);
         } finally {
             await sim.setFaults("spark-a", null);
             await destroy(stack);
@@ -176,7 +186,8 @@ describe("failures stop up with the cause", () => {
         await sim.setHostDown("spark-b", true);
         try {
             const r = await up(stack);
-            assert.match(r.error ?? "", /spark-b/);
+            const error = failure(r);
+            assert.match(error, /spark-b/);
             assert.ok(!r.ops.some(o => o.name === "spark-model-launch"), "vLLM never launched");
         } finally {
             await sim.setHostDown("spark-b", false);
@@ -190,8 +201,9 @@ describe("failures stop up with the cause", () => {
         await sim.setFaults("spark-b", { ray_join_refused: true });
         try {
             const r = await up(stack);
-            assert.match(r.error ?? "", /spark-ray-spark-b-launch/);
-            assert.match(r.error ?? "", /Unable to connect to GCS at 198\.18\.0\.2:6379/);
+            const error = failure(r);
+            assert.match(error, /spark-ray-spark-b-launch/);
+            assert.match(error, /Unable to connect to GCS at 198\.18\.0\.2:6379/);
         } finally {
             await sim.setFaults("spark-b", null);
             await destroy(stack);
@@ -209,7 +221,8 @@ describe("failures stop up with the cause", () => {
         (stack.config["spark-vllm:hosts"] as any[]).forEach((h, i) => (h.fabric.address = `198.19.0.${i + 2}`));
         try {
             const r = await up(stack);
-            assert.match(r.error ?? "", /spark-b: interface enP2p1s0f1np1 is down/);
+            const error = failure(r);
+            assert.match(error, /spark-b: interface enP2p1s0f1np1 is down/);
             assert.ok(!r.ops.some(o => o.type === "docker:index/container:Container"), "no container started");
         } finally {
             await destroy(stack);
