@@ -15,7 +15,7 @@ let work: string;
 
 before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-"));
-    sim = await startSim({ hosts: 2, force: true });
+    sim = await startSim({ hosts: 2 });
 }, { timeout: 900_000 });
 
 after(async () => {
