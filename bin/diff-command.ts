@@ -1,0 +1,225 @@
+// `spark-vllm diff --stack NAME --set key=value [...]`: what a config change would do to each resource,
+// offline. Plans the stack as committed and with the change, and applies the providers' rules:
+// remote.Command is replaced only when its `triggers` change (other inputs update it); docker.RemoteImage
+// and docker.Container are replaced by any input change; a resource whose triggers hold the id of a
+// replaced resource is replaced too (TRIGGER_WIRING mirrors components/*.ts; tests/unit/diff-cli.test.ts
+// checks it and every input below against the real program under mocks).
+import { isDeepStrictEqual } from "util";
+import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
+import { SpecError, parseSpec } from "../components/spec";
+import { argvLine } from "../components/scripts";
+import { sshConnection } from "../components/connection";
+import { planResources, verdicts } from "../policies/offline";
+import { readStackFile } from "./plan-command";
+
+const USAGE = "usage: spark-vllm diff --stack NAME --set key=value [--set key=value ...] [--json] [--dir DIR]\n" +
+    "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string";
+
+/** The name index.ts gives the SparkCluster; every resource name starts with it. */
+export const CLUSTER = "spark";
+export const COMMAND = "command:remote:Command";
+const CONTAINER = "docker:index/container:Container";
+const IMAGE = "docker:index/remoteImage:RemoteImage";
+
+export interface PlannedResource {
+    name: string;
+    type: string;
+    /** The inputs the component passes, as plain data; for commands `triggers` holds only the plan's part. */
+    inputs: Record<string, unknown>;
+    /** Resources whose replacement replaces this one (their id is in its triggers, or its image is theirs). */
+    replacedWith: string[];
+}
+
+/**
+ * Who is replaced with whom, as wired in components/*.ts:
+ * container ← its image (image input is the image's repo digest); tools, preflight: own text only;
+ * weights ← its container; compat ← head container and every host's weights (its triggers hold their manifests'
+ * fingerprint, unknown at preview when they rerun); ray head launch ← head container; worker launch ← its container and the head launch;
+ * ray probe ← head launch and worker launches; vLLM launch ← ray probe and the API key (its digest);
+ * endpoint probe ← vLLM launch.
+ */
+export function triggerWiring(plan: ClusterPlan): Record<string, string[]> {
+    const h = (name: string) => `${CLUSTER}-${name}`;
+    const head = plan.head.host.name;
+    const workers = plan.hosts.slice(1).map(w => w.host.name);
+    return {
+        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), [h(`${x.host.name}-image`)]])),
+        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-weights`), [h(`${x.host.name}-container`)]])),
+        [h("model-compat")]: [h(`${head}-container`), ...plan.hosts.map(x => h(`${x.host.name}-weights`))],
+        [h("ray-head-launch")]: [h(`${head}-container`)],
+        ...Object.fromEntries(workers.map(w => [h(`ray-${w}-launch`), [h(`${w}-container`), h("ray-head-launch")]])),
+        [h("ray-head-probe")]: [h("ray-head-launch"), ...workers.map(w => h(`ray-${w}-launch`))],
+        [h("model-launch")]: [h("ray-head-probe"), h("api-key")],
+        [h("model-probe")]: [h("model-launch")],
+    };
+}
+
+/** The repo digest a pull of the reference reports: repository@digest. */
+const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
+
+/** Every provider resource the program registers for a plan, with the inputs that come from config. */
+export function plannedResources(plan: ClusterPlan): PlannedResource[] {
+    const wiring = triggerWiring(plan);
+    const out: PlannedResource[] = [];
+    const add = (name: string, type: string, inputs: Record<string, unknown>) =>
+        out.push({ name: `${CLUSTER}-${name}`, type, inputs, replacedWith: wiring[`${CLUSTER}-${name}`] ?? [] });
+    const cmd = (name: string, connection: unknown, c: CommandPlan, extra: Record<string, unknown> = {}) =>
+        add(name, COMMAND, { connection, create: c.create, ...(c.delete ? { delete: c.delete } : {}), triggers: [c.create], ...extra });
+    const headConn = sshConnection(plan.head.host);
+    add("api-key", "random:index/randomPassword:RandomPassword", { length: 40, special: false });
+    for (const h of plan.hosts) {
+        const n = h.host.name, c = h.container, conn = sshConnection(h.host);
+        add(`${n}-docker`, "pulumi:providers:docker", { host: `ssh://${h.host.ssh.user}@${h.host.ssh.host}:${h.host.ssh.port}` });
+        cmd(`${n}-tools`, conn, h.tools, { stdin: h.tools.content, triggers: [h.tools.create, h.tools.content] });
+        cmd(`${n}-preflight`, conn, h.preflight);
+        add(`${n}-image`, IMAGE, { name: c.image, platform: c.platform, keepLocally: true });
+        add(`${n}-container`, CONTAINER, {
+            name: c.name, image: repoDigest(c.image), entrypoints: c.entrypoint, command: c.command,
+            envs: c.env.map(([k, v]) => `${k}=${v}`), networkMode: c.networkMode, ipcMode: c.ipcMode, gpus: c.gpus,
+            init: c.init, shmSize: c.shmSizeMb, ulimits: c.ulimits, capabilities: { adds: c.capabilities }, devices: c.devices,
+            mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
+            labels: c.labels.map(([label, value]) => ({ label, value })), restart: "no", mustRun: true, destroyGraceSeconds: 30,
+        });
+        cmd(`${n}-weights`, conn, h.weights);
+    }
+    cmd("model-compat", headConn, plan.compat);
+    cmd("ray-head-launch", headConn, plan.head.rayLaunch);
+    for (const w of plan.hosts.slice(1)) cmd(`ray-${w.host.name}-launch`, sshConnection(w.host), w.rayLaunch);
+    cmd("ray-head-probe", headConn, plan.rayProbe);
+    cmd("model-launch", headConn, plan.vllmLaunch);
+    cmd("model-probe", headConn, plan.endpointProbe);
+    return out;
+}
+
+export type Op = "same" | "update" | "replace" | "create" | "delete";
+
+export interface ResourceChange {
+    name: string;
+    type: string;
+    op: Op;
+    /** Inputs whose values differ. */
+    inputs: string[];
+    /** Why it is replaced or updated. */
+    reason?: string;
+}
+
+/** Per resource: which inputs change and whether the providers would update or replace it. */
+export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChange[] {
+    const old = new Map(plannedResources(before).map(r => [r.name, r]));
+    const now = plannedResources(after);
+    const changes = new Map<string, ResourceChange>();
+    for (const r of now) {
+        const o = old.get(r.name);
+        if (!o) { changes.set(r.name, { name: r.name, type: r.type, op: "create", inputs: Object.keys(r.inputs) }); continue; }
+        const inputs = [...new Set([...Object.keys(o.inputs), ...Object.keys(r.inputs)])].filter(k => !isDeepStrictEqual(o.inputs[k], r.inputs[k]));
+        let op: Op = "same", reason: string | undefined;
+        if (inputs.length > 0) {
+            // Commands replace on triggers only; docker images and containers on any input; the provider's own config updates.
+            const replaces = r.type === COMMAND ? inputs.includes("triggers") : r.type === CONTAINER || r.type === IMAGE;
+            op = replaces ? "replace" : "update";
+            reason = r.type === COMMAND ? (replaces ? "its triggers changed" : "triggers unchanged: updated in place, which runs create again") : replaces ? "any input change replaces it" : undefined;
+        }
+        changes.set(r.name, { name: r.name, type: r.type, op, inputs, reason });
+    }
+    for (const o of old.values()) if (!changes.has(o.name)) changes.set(o.name, { name: o.name, type: o.type, op: "delete", inputs: [] });
+    // Replacement flows downstream: the list is in dependency order, so one pass suffices; loop anyway until stable.
+    for (let moved = true; moved; ) {
+        moved = false;
+        for (const r of now) {
+            const c = changes.get(r.name)!;
+            if (c.op === "replace" || c.op === "create") continue;
+            const up = r.replacedWith.find(u => ["replace", "create", "delete"].includes(changes.get(u)?.op ?? "same"));
+            if (up) Object.assign(c, { op: "replace", reason: `follows ${up} (${r.type === CONTAINER ? "its image input" : "in its triggers"})` }), (moved = true);
+        }
+    }
+    return [...changes.values()];
+}
+
+/** `vllm serve` / `ray start` as one flag (with its values) per line, for a readable diff. */
+export function argvLines(argv: readonly string[]): string[] {
+    const lines: string[][] = [];
+    for (const [i, a] of argv.entries()) {
+        if (i < 3 || (a.startsWith("-") && !/^-\d/.test(a))) lines.push([a]);
+        else lines[lines.length - 1].push(a);
+    }
+    const [cmd, sub, arg] = lines.splice(0, Math.min(3, lines.length));
+    return [argvLine([...cmd, ...(sub ?? []), ...(arg ?? [])]), ...lines.map(l => `  ${argvLine(l)}`)];
+}
+
+/** A unified diff (one hunk, all context) of two line lists; "" when equal. */
+export function unifiedDiff(a: string[], b: string[], from: string, to: string): string {
+    if (isDeepStrictEqual(a, b)) return "";
+    const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+    for (let i = a.length - 1; i >= 0; i--)
+        for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+    const out = [`--- ${from}`, `+++ ${to}`, `@@ -1,${a.length} +1,${b.length} @@`];
+    let i = 0, j = 0;
+    while (i < a.length || j < b.length) {
+        if (i < a.length && j < b.length && a[i] === b[j]) out.push(` ${a[i++]}`), j++;
+        else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) out.push(`-${a[i++]}`);
+        else out.push(`+${b[j++]}`);
+    }
+    return out.join("\n") + "\n";
+}
+
+/** Sets `path` (dots and [index]) in a copy of the raw config. */
+export function setPath(raw: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
+    const keys = path.replace(/^spark-vllm:/, "").split(/\.|\[(\d+)\]/).filter(k => k !== undefined && k !== "");
+    if (keys.length === 0) throw new Error(`empty config path in --set`);
+    const copy = structuredClone(raw);
+    let node: any = copy;
+    for (const [i, k] of keys.entries()) {
+        if (i === keys.length - 1) node[k] = value;
+        else node = node[k] ??= /^\d+$/.test(keys[i + 1]) ? [] : {};
+    }
+    return copy;
+}
+
+const parseValue = (text: string): unknown => { try { return JSON.parse(text); } catch { return text; } };
+
+export async function diffCommand(args: string[]): Promise<number> {
+    let stack: string | undefined, json = false, dir = process.cwd();
+    const sets: Array<[string, unknown]> = [];
+    for (let i = 0; i < args.length; i++) {
+        const a = args[i];
+        if (a === "--stack" || a === "-s") stack = args[++i];
+        else if (a === "--json") json = true;
+        else if (a === "--dir") dir = args[++i];
+        else if (a === "--set" && /^[^=]+=/.test(args[i + 1] ?? "")) { const s = args[++i], eq = s.indexOf("="); sets.push([s.slice(0, eq), parseValue(s.slice(eq + 1))]); }
+        else { console.error(`unknown or incomplete argument ${a}\n${USAGE}`); return 2; }
+    }
+    if (!stack || sets.length === 0) { console.error(USAGE); return 2; }
+    let before: ClusterPlan, after: ClusterPlan;
+    try {
+        const raw = readStackFile(dir, stack);
+        // The weights command reads the HF token from stdin only when the stack sets spark-vllm:hfToken.
+        const opts = { hfToken: raw.hfToken !== undefined };
+        before = planCluster(parseSpec(raw), undefined, opts);
+        after = planCluster(parseSpec(sets.reduce((r, [k, v]) => setPath(r, k, v), raw)), undefined, opts);
+    } catch (err) {
+        console.error(err instanceof SpecError ? `Pulumi.${stack}.yaml with the change: ${err.message}` : String(err instanceof Error ? err.message : err));
+        return 1;
+    }
+    const changes = diffPlans(before, after);
+    const failed = verdicts(planResources(after, stack)).filter(v => v.enforcementLevel === "mandatory" && v.violations.length > 0);
+    const setText = sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+    const diffs = [
+        unifiedDiff(argvLines(before.vllmServeArgv), argvLines(after.vllmServeArgv), `vllm serve (Pulumi.${stack}.yaml)`, `vllm serve (${setText})`),
+        ...after.hosts.map((h, i) => unifiedDiff(argvLines(before.hosts[i]?.rayStartArgv ?? []), argvLines(h.rayStartArgv), `ray start on ${h.host.name} (Pulumi.${stack}.yaml)`, `ray start on ${h.host.name} (${setText})`)),
+        ...after.hosts.map((h, i) => unifiedDiff((before.hosts[i]?.container.env ?? []).map(([k, v]) => `${k}=${v}`), h.container.env.map(([k, v]) => `${k}=${v}`), `${h.container.name} env (Pulumi.${stack}.yaml)`, `${h.container.name} env (${setText})`)),
+    ].filter(Boolean);
+    if (json) {
+        process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), changes, diffs, mandatoryFailures: failed }, null, 2) + "\n");
+        return failed.length ? 1 : 0;
+    }
+    const count = (op: Op) => changes.filter(c => c.op === op).length;
+    const out = [`stack ${stack} with ${setText}: ${count("replace")} to replace, ${count("update")} to update, ${count("create")} to create, ${count("delete")} to delete, ${count("same")} unchanged`];
+    const SYM: Record<Op, string> = { same: "  ", update: "~ ", replace: "+-", create: "+ ", delete: "- " };
+    const width = Math.max(...changes.map(c => c.name.length));
+    for (const c of changes.filter(c => c.op !== "same"))
+        out.push(`  ${SYM[c.op]} ${c.name.padEnd(width)}  ${c.op.padEnd(7)}  ${c.inputs.length ? `inputs: ${c.inputs.join(", ")}` : "no input changes"}${c.reason ? `; ${c.reason}` : ""}`);
+    for (const d of diffs) out.push("", d.trimEnd());
+    out.push("", failed.length ? `mandatory policies failing with the change:\n${failed.map(v => `  FAIL ${v.policy}: ${v.violations.join("; ")}`).join("\n")}` : "every mandatory policy passes with the change");
+    process.stdout.write(out.join("\n") + "\n");
+    return failed.length ? 1 : 0;
+}
