@@ -63,6 +63,8 @@ export interface ClusterPlan {
     head: HostPlan;
     rayProbe: CommandPlan;
     compat: CommandPlan;
+    /** head-then-copy only: serves the head's weights to the workers over the fabric. */
+    weightsSource?: CommandPlan;
     /** The exact `vllm serve` argv (no secrets in it: the API key travels in VLLM_API_KEY from stdin). */
     vllmServeArgv: string[];
     vllmLaunch: CommandPlan;
@@ -176,21 +178,46 @@ function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
     return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(facts)]))), timeoutSeconds: 60 };
 }
 
+const copySource = (spec: ClusterSpec) => `http://${spec.hosts[0].fabric.address}:${spec.model.copyPort}`;
+
 function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandPlan {
-    const download = spec.model.weights === "download" || (spec.model.weights === "head-then-copy" && host === spec.hosts[0]);
+    const isHead = host === spec.hosts[0];
+    const strategy = spec.model.weights === "present" ? "present"
+        : spec.model.weights === "download" || isHead ? "download" : "copy";
+    const entry = findModel(spec.model.id);
     const args = {
         host: host.name,
         model: spec.model.id,
         cacheDir: spec.model.cacheDir,
-        strategy: download ? "download" : "present",
-        ...(download && hasToken ? { tokenOnStdin: true } : {}),
-        ...(download && findModel(spec.model.id) ? { expectedBytes: findModel(spec.model.id)!.weightBytes } : {}),
+        strategy,
+        ...(strategy === "download" && hasToken ? { tokenOnStdin: true } : {}),
+        ...(strategy === "download" && entry ? { expectedBytes: entry.weightBytes } : {}),
+        ...(strategy === "copy" ? { source: copySource(spec) } : {}),
     };
-    const seconds = download ? 4 * 3600 : 120;
+    const seconds = strategy === "present" ? 120 : 4 * 3600;
     return {
         create: withTimeout(seconds, dockerExec(containerName(host), tools(spec, ["weights", json(args)]), { stdin: !!args.tokenOnStdin })),
         ...(args.tokenOnStdin ? { stdin: "hfToken" as const } : {}),
         timeoutSeconds: seconds,
+    };
+}
+
+/** head-then-copy: a read-only file server for the head's snapshot on its fabric address. */
+function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
+    if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
+    const head = spec.hosts[0];
+    const log = `${spec.logDir}/weights-source.log`;
+    const pid = `${spec.logDir}/weights-source.pid`;
+    const args = { host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort };
+    const stop = stopByPidFile(pid, 10);
+    return {
+        create: withTimeout(60, dockerExecScript(containerName(head), script([
+            ...stop,
+            ...detachedLaunch(tools(spec, ["serve-weights", json(args)]), log, pid),
+            `echo ${shq(`serving ${spec.model.id} on ${copySource(spec)}, log ${head.name}:${log}`)}`,
+        ]))),
+        delete: ifContainerRunning(containerName(head), withTimeout(60, dockerExecScript(containerName(head), script(stop)))),
+        timeoutSeconds: 60,
     };
 }
 
@@ -320,6 +347,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         head,
         rayProbe,
         compat,
+        weightsSource: weightsSource(spec),
         vllmServeArgv: serveArgv,
         vllmLaunch,
         endpointProbe,

@@ -50,12 +50,14 @@ export class SparkCluster extends pulumi.ComponentResource {
         const preflights = this.hosts.map(h => h.preflight);
         // No container starts until every host holds the same image (by repo digest).
         const agreed = deferred<pulumi.Output<string>>();
+        const weightsSource = deferred<remote.Command[]>();
         this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
             plan: h.container,
             provider: this.hosts[i].provider,
             connection: this.hosts[i].connection,
             weights: h.weights,
             hfToken: args.hfToken,
+            weightsAfter: i === 0 ? [] : weightsSource.promise,
             keepImage: args.keepImage,
             imageAgreement: pulumi.output(agreed.promise),
         }, { parent: this, dependsOn: preflights }));
@@ -64,6 +66,14 @@ export class SparkCluster extends pulumi.ComponentResource {
 
         const head = this.hosts[0];
         const headContainer = this.containers[0].container;
+        // head-then-copy: the head serves its weights on the fabric once it holds them; workers copy.
+        const source = plan.weightsSource;
+        weightsSource.resolve(source ? [new remote.Command(`${name}-weights-source`, {
+            connection: this.hosts[0].connection,
+            create: source.create,
+            delete: source.delete,
+            triggers: [source.create, this.containers[0].container.id],
+        }, { parent: this, dependsOn: [this.containers[0].weights], deleteBeforeReplace: true })] : []);
         // Nothing launches until every host holds the same weights at the same path.
         const weightsAgreement = pulumi.all(this.containers.map(c => c.manifest)).apply(ms => sameWeights(plan.spec.model.id, ms));
         const workers = deferred<remote.Command[]>();

@@ -52,6 +52,8 @@ export interface ModelSpec {
     trustRemoteCode: boolean;
     /** Default "present": verify only. */
     weights: WeightsStrategy;
+    /** head-then-copy: port on the head's fabric address the workers copy from; default 18080. */
+    copyPort: number;
 }
 
 export interface VllmSpec {
@@ -365,7 +367,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     }
 
     const model = r.object(root.model, "model", true);
-    if (model) r.unknownKeys(model, "model", ["id", "servedName", "cacheDir", "trustRemoteCode", "weights"]);
+    if (model) r.unknownKeys(model, "model", ["id", "servedName", "cacheDir", "trustRemoteCode", "weights", "copyPort"]);
     const modelId = r.string(model, "id", "model");
     if (modelId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(modelId))
         r.problem("model.id", `"${modelId}" is not a Hugging Face repository id (owner/name)`);
@@ -377,6 +379,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const weights = r.string(model, "weights", "model", "present");
     if (weights !== undefined && !["present", "download", "head-then-copy"].includes(weights))
         r.problem("model.weights", `must be present, download or head-then-copy, got "${weights}"`);
+    const copyPort = r.integer(model, "copyPort", "model", 1, 65535, 18080);
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
     r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version"]);
@@ -423,7 +426,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     return {
         hosts,
         image: image!,
-        model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy },
+        model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy, copyPort: copyPort! },
         vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version },
         ray: { port: rayPort!, dashboardPort: dashboardPort! },
         probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds! },

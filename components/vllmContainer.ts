@@ -14,6 +14,11 @@ export interface VllmContainerArgs {
     connection: types.input.remote.ConnectionArgs;
     /** Puts the model's weights in place and lists them (from `planCluster`). */
     weights: CommandPlan;
+    /**
+     * What the weights command waits for and reruns after, e.g. the head's weights server for
+     * head-then-copy. May resolve after this component is constructed. Default: nothing.
+     */
+    weightsAfter?: pulumi.Input<remote.Command[]>;
     /** Hugging Face token for downloads; travels only through stdin. Default: none (public models). */
     hfToken?: pulumi.Input<string>;
     /** Keep the image on the host when the stack is destroyed. Default: true (vLLM images are tens of GB). */
@@ -63,12 +68,13 @@ export class VllmContainer extends pulumi.ComponentResource {
             destroyGraceSeconds: 30,
         }, { parent: this, provider, deleteBeforeReplace: true });
         const { weights } = args;
+        const after = pulumi.output(args.weightsAfter ?? []);
         this.weights = new remote.Command(`${name}-weights`, {
             connection: args.connection,
             create: weights.create,
             ...(weights.stdin === "hfToken" && args.hfToken !== undefined ? { stdin: pulumi.secret(pulumi.output(args.hfToken).apply(t => `${t}\n`)) } : {}),
-            triggers: [weights.create, this.container.id],
-        }, { parent: this, dependsOn: [this.container] });
+            triggers: [weights.create, this.container.id, after.apply(cs => pulumi.all(cs.map(c => c.id)))],
+        }, { parent: this, dependsOn: after.apply(cs => [this.container as pulumi.Resource, ...cs]) });
         this.manifest = this.weights.stdout.apply(out => JSON.parse(out.trim().split("\n").pop() || "{}") as WeightsManifest);
         this.registerOutputs({ repoDigest: this.image.repoDigest, containerId: this.container.id });
     }

@@ -34,11 +34,12 @@ function runChild(request: Request, onOutput?: (line: string) => void): Promise<
             if (onOutput) String(d).split("\n").filter(Boolean).forEach(onOutput);
         });
         child.on("close", code => {
-            fs.rmSync(dir, { recursive: true, force: true });
             try {
-                resolve(JSON.parse(stdout));
+                resolve(JSON.parse(fs.readFileSync(`${file}.report`, "utf8")));
             } catch {
-                reject(new Error(`test engine exited ${code} without a report:\n${stderr}`));
+                reject(new Error(`test engine exited ${code} without a report:\n${stdout}${stderr}`));
+            } finally {
+                fs.rmSync(dir, { recursive: true, force: true });
             }
         });
     });

@@ -1,5 +1,6 @@
 // Child process: one `pulumi up` or `pulumi destroy` of the real program against real hosts.
-// argv[2]: JSON request. Prints one JSON Report on stdout.
+// argv[2]: JSON request. Writes one JSON Report to argv[2].report (a file: a failing program may exit
+// before a large stdout write is flushed).
 import * as fs from "fs";
 import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "../harness/evaluate";
@@ -188,7 +189,7 @@ async function main(): Promise<void> {
     }
     report.error = engine.errors[0];
     report.wallMs = Date.now() - t0;
-    process.stdout.write(JSON.stringify(report));
+    fs.writeFileSync(`${process.argv[2]}.report`, JSON.stringify(report));
     process.exit(0);
 }
 

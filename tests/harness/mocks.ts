@@ -34,14 +34,14 @@ export function evaluateWithMocks(config: Record<string, unknown>, opts: Evaluat
     try {
         const request = path.join(dir, "request.json");
         fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides, manifestOverrides: opts.manifestOverrides }));
-        // A program error also exits non-zero, as `pulumi up` does; the JSON on stdout says what happened.
+        // A program error also exits non-zero, as `pulumi up` does; the JSON it wrote says what happened.
         const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,
             encoding: "utf8",
             maxBuffer: 256 * 1024 * 1024,
         });
-        if (!run.stdout) throw new Error(`the program evaluation printed nothing: ${run.stderr}`);
-        return JSON.parse(run.stdout);
+        if (!fs.existsSync(`${request}.out`)) throw new Error(`the program evaluation wrote no result (exit ${run.status}): ${run.stderr}`);
+        return JSON.parse(fs.readFileSync(`${request}.out`, "utf8"));
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,6 @@
 // Child process: evaluates the program with mocks that only record what is registered.
-// argv[2]: JSON { stack, config, preview }. Prints JSON { resources, outputs } or { error }.
+// argv[2]: JSON { stack, config, preview }. Writes JSON { resources, outputs } or { error } to argv[2].out
+// (a file, not stdout: a failing program exits before a large stdout write is flushed).
 import * as fs from "fs";
 import { evaluate } from "./evaluate";
 
@@ -66,9 +67,9 @@ async function main(): Promise<void> {
                 call: args => args.inputs,
             },
         });
-        process.stdout.write(JSON.stringify({ resources, outputs }));
+        fs.writeFileSync(`${process.argv[2]}.out`, JSON.stringify({ resources, outputs }));
     } catch (err) {
-        process.stdout.write(JSON.stringify({ error: err instanceof Error ? err.message : String(err), resources }));
+        fs.writeFileSync(`${process.argv[2]}.out`, JSON.stringify({ error: err instanceof Error ? err.message : String(err), resources }));
     }
 }
 
