@@ -32,9 +32,10 @@ export interface PlannedResource {
 
 /**
  * Who is replaced with whom, as wired in components/*.ts:
- * container ← its image (image input is the image's repo digest); tools, preflight: own text only;
- * weights ← its container; compat ← head container and every host's weights (its triggers hold their manifests'
- * fingerprint, unknown at preview when they rerun); ray head launch ← head container; worker launch ← its container and the head launch;
+ * container ← its image (the image input is the image's repo digest); tools, preflight: own text only;
+ * weights ← its container (a worker's also ← the weights source); weights source (head-then-copy) ← head container;
+ * compat ← head container and every host's weights (its triggers hold their manifests' fingerprint, unknown at
+ * preview when they rerun); ray head launch ← head container; worker launch ← its container and the head launch;
  * ray probe ← head launch and worker launches; vLLM launch ← ray probe and the API key (its digest);
  * endpoint probe ← vLLM launch.
  */
@@ -42,9 +43,11 @@ export function triggerWiring(plan: ClusterPlan): Record<string, string[]> {
     const h = (name: string) => `${CLUSTER}-${name}`;
     const head = plan.head.host.name;
     const workers = plan.hosts.slice(1).map(w => w.host.name);
+    const source = (plan as { weightsSource?: CommandPlan }).weightsSource;
     return {
         ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), [h(`${x.host.name}-image`)]])),
-        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-weights`), [h(`${x.host.name}-container`)]])),
+        ...Object.fromEntries(plan.hosts.map((x, i) => [h(`${x.host.name}-weights`), [h(`${x.host.name}-container`), ...(i > 0 && source ? [h("weights-source")] : [])]])),
+        [h("weights-source")]: [h(`${head}-container`)],
         [h("model-compat")]: [h(`${head}-container`), ...plan.hosts.map(x => h(`${x.host.name}-weights`))],
         [h("ray-head-launch")]: [h(`${head}-container`)],
         ...Object.fromEntries(workers.map(w => [h(`ray-${w}-launch`), [h(`${w}-container`), h("ray-head-launch")]])),
@@ -82,6 +85,9 @@ export function plannedResources(plan: ClusterPlan): PlannedResource[] {
         });
         cmd(`${n}-weights`, conn, h.weights);
     }
+    // head-then-copy only: the head serves its snapshot to the workers.
+    const source = (plan as { weightsSource?: CommandPlan }).weightsSource;
+    if (source) cmd("weights-source", headConn, source);
     cmd("model-compat", headConn, plan.compat);
     cmd("ray-head-launch", headConn, plan.head.rayLaunch);
     for (const w of plan.hosts.slice(1)) cmd(`ray-${w.host.name}-launch`, sshConnection(w.host), w.rayLaunch);
