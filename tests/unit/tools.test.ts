@@ -228,3 +228,36 @@ test("endpoint probe: a hang is reported at the timeout with the last log lines 
         process.kill(Number(fs.readFileSync(s.pidFile, "utf8")), "SIGKILL");
     }
 });
+
+test("head-then-copy: a worker copies the head's snapshot over HTTP, resuming a partial file", async () => {
+    const port = await freePort();
+    const server = spawn("python3", [tools, "serve-weights", JSON.stringify({ host: "spark-a", model: QWEN35_122B_FP8.id, cacheDir: hfHome, bind: "127.0.0.1", port })],
+        { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    try {
+        await new Promise<void>(resolve => server.stdout!.once("data", () => resolve()));
+        const worker = path.join(dir, "worker-hf");
+        const headSnap = fs.readdirSync(path.join(hfHome, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots"))[0];
+        const shard = "model-00001-of-00001.safetensors";
+        const partial = path.join(worker, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots", headSnap, shard);
+        fs.mkdirSync(path.dirname(partial), { recursive: true });
+        const full = fs.readFileSync(path.join(hfHome, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots", headSnap, shard));
+        fs.writeFileSync(partial, full.subarray(0, Math.floor(full.length / 2)));
+        const args = { host: "spark-b", model: QWEN35_122B_FP8.id, cacheDir: worker, strategy: "copy", source: `http://127.0.0.1:${port}` };
+        const r = runTools("weights", args);
+        assert.equal(r.status, 0, r.stderr);
+        assert.match(r.stdout, /spark-b: copying Qwen\/Qwen3\.5-122B-A10B-FP8 from http:\/\/127\.0\.0\.1:\d+: 0\.00 of 0\.00 GB already here/);
+        assert.match(r.stdout, /spark-b: copy complete/);
+        assert.deepEqual(fs.readFileSync(partial), full, "the partial file was completed, not corrupted");
+        const workerManifest = JSON.parse(r.stdout.trim().split("\n").pop()!);
+        const headManifest = JSON.parse(runTools("weights", { host: "spark-a", model: QWEN35_122B_FP8.id, cacheDir: hfHome, strategy: "present" }).stdout.trim().split("\n").pop()!);
+        assert.deepEqual(workerManifest.files, headManifest.files);
+        assert.equal(workerManifest.revision, headManifest.revision);
+        const again = runTools("weights", args);
+        assert.match(again.stdout, /already here/);
+        const unreachable = runTools("weights", { ...args, source: "http://127.0.0.1:1" });
+        assert.equal(unreachable.status, 1);
+        assert.match(unreachable.stderr, /spark-b: cannot reach the head's weights at http:\/\/127\.0\.0\.1:1/);
+    } finally {
+        process.kill(-server.pid!, "SIGKILL");
+    }
+});
