@@ -24,7 +24,7 @@ after(async () => {
 }, { timeout: 300_000 });
 
 /** A stack on the simulated hosts: TCP fabric on the sim's interface, the x86 platform of this machine. */
-export function simStack(name: string, opts: { tag?: string; hosts?: number; vllm?: Record<string, unknown>; probes?: Record<string, unknown>; fabricInterface?: string } = {}): Stack {
+export function simStack(name: string, opts: { tag?: string; image?: string; hosts?: number; vllm?: Record<string, unknown>; probes?: Record<string, unknown>; fabricInterface?: string; weights?: string } = {}): Stack {
     const hosts = sim.hosts.slice(0, opts.hosts ?? sim.hosts.length).map(h => ({
         name: h.name,
         ssh: { host: h.address, user: "root" },
@@ -38,8 +38,8 @@ export function simStack(name: string, opts: { tag?: string; hosts?: number; vll
         transport: { env: sim.env, sshArgs: [] },
         config: {
             "spark-vllm:hosts": hosts,
-            "spark-vllm:image": sim.images[opts.tag ?? "0.17.1"],
-            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface" },
+            "spark-vllm:image": opts.image ?? sim.images[opts.tag ?? "0.17.1"],
+            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
             "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
             "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
         },
@@ -65,9 +65,9 @@ async function leftovers(): Promise<string[]> {
     for (const h of sim.hosts) {
         const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
         if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
-        const procs = await sim.exec(h.name, "pgrep -af '[v]llm serve|[r]ay start|[_]sim_gcs' || true");
+        const procs = await sim.exec(h.name, "pgrep -af '[v]llm serve|[r]ay start|[_]sim_gcs|[s]erve-weights' || true");
         if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
-        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 )' || true");
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :18080 )' || true");
         if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
     }
     return found;
@@ -228,5 +228,62 @@ describe("failures stop up with the cause", () => {
             await destroy(stack);
             for (const h of ["spark-a", "spark-b"]) await sim.exec(h, "ip link del enP2p1s0f1np1 || true");
         }
+    });
+});
+
+describe("one image everywhere", () => {
+    test("a host holding a stale image under the configured tag stops every container, naming both digests", async () => {
+        const tagRef = `${sim.registry}/vllm-sim:0.17.1`;
+        // spark-b built or pulled an older image under the same tag earlier; the tag is not pinned by digest.
+        await sim.docker("spark-b", ["pull", sim.images["0.14.0"]]);
+        await sim.docker("spark-b", ["tag", sim.images["0.14.0"], tagRef]);
+        const stack = simStack("stale-image", { image: tagRef });
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1/);
+            assert.ok(error.includes(`spark-a: ${sim.images["0.17.1"]}`), "names spark-a's digest");
+            assert.ok(error.includes(`spark-b: ${sim.images["0.14.0"]}`), "names spark-b's digest");
+            assert.ok(!r.ops.some(o => o.type === "docker:index/container:Container"), "no container started");
+        } finally {
+            await destroy(stack);
+            await sim.docker("spark-b", ["rmi", tagRef, sim.images["0.14.0"]]);
+        }
+    });
+});
+
+describe("model weights on every host", () => {
+    const MODEL = "Qwen/Qwen3.5-122B-A10B-FP8";
+    const SHARD = "model-00001-of-00001.safetensors";
+
+    test("a host missing a weights file fails before any launch, naming the host and the file", async () => {
+        const stack = simStack("missing-weights");
+        await sim.removeModelFile("spark-b", MODEL, SHARD);
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, /the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/);
+            assert.match(error, new RegExp(`spark-b: missing ${SHARD.replace(/[.]/g, "\\.")}`));
+            assert.ok(!r.ops.some(o => o.name.endsWith("-launch") || o.name === "spark-model-compat"), "nothing launched");
+        } finally {
+            await destroy(stack);
+            await sim.writeModel("spark-b", sim.models[0]);
+        }
+    });
+
+    test("head-then-copy copies the head's weights to a worker that lacks them, then serves", async () => {
+        const stack = simStack("copy", { weights: "head-then-copy" });
+        await sim.exec("spark-b", `rm -rf /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8`);
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            const worker = (await sim.exec("spark-b", "find /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8 -type f -name '*.safetensors' | wc -l")).stdout.trim();
+            assert.equal(worker, "1");
+            assert.ok(r.ops.some(o => o.name === "spark-weights-source"), "the head served its weights");
+        } finally {
+            await destroy(stack);
+            await sim.writeModel("spark-b", sim.models[0]);
+        }
+        assert.deepEqual(await leftovers(), []);
     });
 });

@@ -72,10 +72,15 @@ async function mustDocker(t: Transport, dockerHost: string, args: string[]): Pro
     return r.stdout;
 }
 
-/** docker.RemoteImage create: pull by reference for the platform; outputs repoDigest and imageId. */
+/**
+ * docker.RemoteImage create: pull by reference for the platform unless the host already holds an
+ * image by that name (as the provider does: pulumi-docker#342, terraform-provider-docker#172), so
+ * a moved tag leaves a stale image on a host. Outputs repoDigest and imageId.
+ */
 export async function pullImage(t: Transport, dockerHost: string, inputs: Record<string, any>): Promise<Record<string, unknown>> {
     const name: string = inputs.name;
-    await mustDocker(t, dockerHost, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
+    if ((await docker(t, dockerHost, ["image", "inspect", name])).code !== 0)
+        await mustDocker(t, dockerHost, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
     const inspect = JSON.parse(await mustDocker(t, dockerHost, ["image", "inspect", name]))[0];
     const repo = name.split("@")[0].replace(/:[^/:]*$/, "");
     const repoDigest = (inspect.RepoDigests as string[]).find(d => d.startsWith(`${repo}@`)) ?? inspect.RepoDigests[0];
