@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, RawConfig } from "./spec";
 
-const KEYS = ["hosts", "image", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb"];
+const KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb"];
 
 /** Reads the stack's raw config values (structured values arrive as JSON text). */
 export function readConfig(config = new pulumi.Config(CONFIG_NAMESPACE)): RawConfig {

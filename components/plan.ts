@@ -52,6 +52,11 @@ export interface HostPlan {
     preflight: CommandPlan;
     /** Puts the weights in place per the strategy (in the container) and prints the file manifest. */
     weights: CommandPlan;
+    /**
+     * imageSource "head" only: runs on the HEAD and prints this host's image ID — the head inspects
+     * its own image, and copies it to a worker (docker save | ssh docker load) unless it is there.
+     */
+    imageFromHead?: CommandPlan;
     /** The exact `ray start` argv. */
     rayStartArgv: string[];
     rayLaunch: CommandPlan;
@@ -221,6 +226,15 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     };
 }
 
+function imageFromHead(spec: ClusterSpec, host: HostSpec): CommandPlan | undefined {
+    if (spec.imageSource !== "head") return undefined;
+    const ref = spec.image.reference;
+    if (host === spec.hosts[0])
+        return { create: withTimeout(60, argvLine(["docker", "image", "inspect", "--format", "{\"imageId\":\"{{.Id}}\"}", ref])), timeoutSeconds: 60 };
+    const args = { host: spec.hosts[0].name, image: ref, target: { name: host.name, user: host.ssh.user, address: host.fabric.address } };
+    return { create: withTimeout(7200, argvLine(tools(spec, ["image-transfer", json(args)]))), timeoutSeconds: 7200 };
+}
+
 function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostSpec): string[] {
     const common = [`--node-ip-address=${host.fabric.address}`, `--num-gpus=${host.gpus}`, "--disable-usage-stats"];
     if (role === "head")
@@ -270,6 +284,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             tools: toolsInstall(spec, toolsContent),
             preflight: preflight(spec, host),
             weights: weights(spec, host, opts.hfToken ?? false),
+            imageFromHead: imageFromHead(spec, host),
             rayStartArgv: argv,
             rayLaunch: rayLaunch(containerName(host), argv),
         };

@@ -58,10 +58,11 @@ export class SparkCluster extends pulumi.ComponentResource {
             weights: h.weights,
             hfToken: args.hfToken,
             weightsAfter: i === 0 ? [] : weightsSource.promise,
+            imageFromHead: h.imageFromHead && { command: h.imageFromHead, headConnection: this.hosts[0].connection },
             keepImage: args.keepImage,
             imageAgreement: pulumi.output(agreed.promise),
         }, { parent: this, dependsOn: preflights }));
-        agreed.resolve(pulumi.all(this.containers.map(c => c.image.repoDigest)).apply(digests =>
+        agreed.resolve(pulumi.all(this.containers.map(c => c.imageIdentity)).apply(digests =>
             sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, digests[i]]))));
 
         const head = this.hosts[0];

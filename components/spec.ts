@@ -100,6 +100,11 @@ export interface ClusterSpec {
     logDir: string;
     /** Shared memory for each container in MiB; default 10240. */
     shmSizeMb: number;
+    /**
+     * Where the hosts get the image: "registry" (each host pulls it; default) or "head" (it exists only
+     * on the head, which copies it to the workers over the fabric with docker save | docker load).
+     */
+    imageSource: "registry" | "head";
 }
 
 /** Raw config values by key (without the namespace), as read from the stack. */
@@ -115,7 +120,7 @@ export class SpecError extends Error {
     }
 }
 
-const KNOWN_KEYS = ["hosts", "image", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken"];
+const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken"];
 
 /** The flags spark-vllm sets itself; extraArgs may not repeat them. */
 export const MANAGED_VLLM_FLAGS: Record<string, string> = {
@@ -421,6 +426,9 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
 
     const logDir = parseAbsolutePath(r, root, "logDir", "", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
+    const imageSource = r.string(root, "imageSource", "", "registry");
+    if (imageSource !== undefined && imageSource !== "registry" && imageSource !== "head")
+        r.problem("imageSource", `must be registry or head, got "${imageSource}"`);
 
     if (r.problems.length > 0) throw new SpecError(r.problems.map(p => p.replace(`${CONFIG_NAMESPACE}:.`, `${CONFIG_NAMESPACE}:`)));
     return {
@@ -432,6 +440,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds! },
         logDir: logDir!,
         shmSizeMb: shmSizeMb!,
+        imageSource: imageSource as ClusterSpec["imageSource"],
     };
 }
 

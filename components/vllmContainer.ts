@@ -21,6 +21,11 @@ export interface VllmContainerArgs {
     weightsAfter?: pulumi.Input<remote.Command[]>;
     /** Hugging Face token for downloads; travels only through stdin. Default: none (public models). */
     hfToken?: pulumi.Input<string>;
+    /**
+     * imageSource "head": the command (run on the head) that puts the image on this host and prints
+     * its image ID, instead of a registry pull. Default: pull from the registry.
+     */
+    imageFromHead?: { command: CommandPlan; headConnection: types.input.remote.ConnectionArgs };
     /** Keep the image on the host when the stack is destroyed. Default: true (vLLM images are tens of GB). */
     keepImage?: boolean;
     /**
@@ -32,7 +37,10 @@ export interface VllmContainerArgs {
 
 /** The pinned image and the idle container that holds one host's GPUs, fabric and environment. */
 export class VllmContainer extends pulumi.ComponentResource {
-    readonly image: docker.RemoteImage;
+    /** The registry pull (imageSource "registry"), or the head's copy command (imageSource "head"). */
+    readonly image: docker.RemoteImage | remote.Command;
+    /** What identifies this host's image: its repo digest, or its image ID when copied from the head. */
+    readonly imageIdentity: pulumi.Output<string>;
     readonly container: docker.Container;
     readonly weights: remote.Command;
     /** The weights this host holds, as listed after the weights command. */
@@ -41,14 +49,29 @@ export class VllmContainer extends pulumi.ComponentResource {
     constructor(name: string, args: VllmContainerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:VllmContainer", name, {}, opts);
         const { plan, provider } = args;
-        this.image = new docker.RemoteImage(`${name}-image`, {
-            name: plan.image,
-            platform: plan.platform,
-            keepLocally: args.keepImage ?? true,
-        }, { parent: this, provider });
+        let runImage: pulumi.Output<string>;
+        if (args.imageFromHead) {
+            const { command, headConnection } = args.imageFromHead;
+            const copy = new remote.Command(`${name}-image`, {
+                connection: headConnection,
+                create: command.create,
+                triggers: [command.create],
+            }, { parent: this });
+            this.image = copy;
+            this.imageIdentity = copy.stdout.apply(out => JSON.parse(out.trim().split("\n").pop() || "{}").imageId as string);
+            runImage = pulumi.output(plan.image);
+        } else {
+            const pull = new docker.RemoteImage(`${name}-image`, {
+                name: plan.image,
+                platform: plan.platform,
+                keepLocally: args.keepImage ?? true,
+            }, { parent: this, provider });
+            this.image = pull;
+            this.imageIdentity = runImage = pull.repoDigest;
+        }
         this.container = new docker.Container(`${name}-container`, {
             name: plan.name,
-            image: pulumi.all([this.image.repoDigest, args.imageAgreement]).apply(([own]) => own),
+            image: pulumi.all([runImage, args.imageAgreement]).apply(([own]) => own),
             entrypoints: plan.entrypoint,
             command: plan.command,
             envs: plan.env.map(([k, v]) => `${k}=${v}`),
@@ -76,6 +99,6 @@ export class VllmContainer extends pulumi.ComponentResource {
             triggers: [weights.create, this.container.id, after.apply(cs => pulumi.all(cs.map(c => c.id)))],
         }, { parent: this, dependsOn: after.apply(cs => [this.container as pulumi.Resource, ...cs]) });
         this.manifest = this.weights.stdout.apply(out => JSON.parse(out.trim().split("\n").pop() || "{}") as WeightsManifest);
-        this.registerOutputs({ repoDigest: this.image.repoDigest, containerId: this.container.id });
+        this.registerOutputs({ image: this.imageIdentity, containerId: this.container.id });
     }
 }

@@ -251,6 +251,27 @@ describe("one image everywhere", () => {
         }
     });
 });
+    test("imageSource head: an image built only on the head reaches the worker over the fabric and serves", async () => {
+        const local = "spark-vllm-local/vllm:dev";
+        await sim.docker("spark-a", ["pull", sim.images["0.17.1"]]);
+        await sim.docker("spark-a", ["tag", sim.images["0.17.1"], local]);
+        // The head reaches the workers over SSH with a key, as a Spark pair set up for NCCL does.
+        await sim.exec("spark-a", `mkdir -p /root/.ssh && cp ${sim.sshKeyFile} /root/.ssh/id_ed25519 && chmod 600 /root/.ssh/id_ed25519 && cp ${sim.knownHostsFile} /root/.ssh/known_hosts`);
+        const stack = simStack("from-head", { image: local });
+        stack.config["spark-vllm:imageSource"] = "head";
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            const ids = await Promise.all(["spark-a", "spark-b"].map(h => sim.docker(h, ["image", "inspect", "--format", "{{.Id}}", local])));
+            assert.equal(ids[1].stdout.trim(), ids[0].stdout.trim(), "the worker holds the head's image");
+            assert.ok(!r.ops.some(o => o.type === "docker:index/remoteImage:RemoteImage"), "no registry pull");
+        } finally {
+            await destroy(stack);
+            for (const h of ["spark-a", "spark-b"]) await sim.docker(h, ["rmi", local]);
+            await sim.exec("spark-a", "rm -rf /root/.ssh/id_ed25519");
+        }
+    });
+});
 
 describe("model weights on every host", () => {
     const MODEL = "Qwen/Qwen3.5-122B-A10B-FP8";

@@ -29,6 +29,7 @@ let manifestOverrides: Record<string, Record<string, number>> = {};
 
 function commandStdout(name: string): string {
     if (name.endsWith("-preflight")) return JSON.stringify({ host: name, arch: "aarch64" });
+    if (name.endsWith("-image")) return JSON.stringify({ imageId: "sha256:" + "fe".repeat(32) });
     if (name.endsWith("-weights")) {
         const files = manifestOverrides[name] ?? { "config.json": 100, "model-00001-of-00001.safetensors": 1000 };
         return JSON.stringify({ host: name.replace(/-weights$/, ""), revision: "r1", files, totalBytes: Object.values(files).reduce((a, b) => a + b, 0) });

@@ -172,3 +172,18 @@ test("the HF token travels only on the weights commands' stdin when downloading"
         if (r.name.endsWith("-weights")) assert.equal(stdin, "hf_SECRETTOKEN123\n");
     }
 });
+
+test("imageSource head: the head copies its image to each worker over the fabric; no registry pull anywhere", () => {
+    const config = { ...clusterConfig(3), "spark-vllm:imageSource": "head" };
+    const { resources, error } = evaluateWithMocks(config);
+    assert.equal(error, undefined);
+    assert.deepEqual(byType(resources, "docker:index/remoteImage:RemoteImage"), []);
+    const head = named(resources, "spark-spark-a-image");
+    assert.match(head.inputs.create, /^timeout 60 docker image inspect --format/);
+    for (const w of ["b", "c"]) {
+        const copy = named(resources, `spark-spark-${w}-image`);
+        assert.equal(copy.inputs.connection.host, "198.18.0.2", "the copy runs on the head");
+        assert.match(copy.inputs.create, new RegExp(`image-transfer .*"target":\\{"name":"spark-${w}","user":"root","address":"198\\.18\\.1\\.${"abc".indexOf(w) + 2}"\\}`));
+        assert.equal(named(resources, `spark-spark-${w}-container`).inputs.image, clusterConfig(1)["spark-vllm:image"]);
+    }
+});
