@@ -250,7 +250,7 @@ describe("one image everywhere", () => {
             await sim.docker("spark-b", ["rmi", tagRef, sim.images["0.14.0"]]);
         }
     });
-});
+
     test("imageSource head: an image built only on the head reaches the worker over the fabric and serves", async () => {
         const local = "spark-vllm-local/vllm:dev";
         await sim.docker("spark-a", ["pull", sim.images["0.17.1"]]);
