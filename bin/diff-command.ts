@@ -32,7 +32,7 @@ export interface PlannedResource {
 
 /**
  * Who is replaced with whom, as wired in components/*.ts:
- * container ← its image (the image input is the image's repo digest); tools, preflight: own text only;
+ * container ← every host's image (its image input waits for their agreement); tools, preflight: own text only;
  * weights ← its container (a worker's also ← the weights source); weights source (head-then-copy) ← head container;
  * compat ← head container and every host's weights (its triggers hold their manifests' fingerprint, unknown at
  * preview when they rerun); ray head launch ← head container; worker launch ← its container and the head launch;
@@ -45,7 +45,8 @@ export function triggerWiring(plan: ClusterPlan): Record<string, string[]> {
     const workers = plan.hosts.slice(1).map(w => w.host.name);
     const source = (plan as { weightsSource?: CommandPlan }).weightsSource;
     return {
-        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), [h(`${x.host.name}-image`)]])),
+        // The image input waits for every host's image to agree, so at preview it follows all of them.
+        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), plan.hosts.map(y => h(`${y.host.name}-image`))])),
         ...Object.fromEntries(plan.hosts.map((x, i) => [h(`${x.host.name}-weights`), [h(`${x.host.name}-container`), ...(i > 0 && source ? [h("weights-source")] : [])]])),
         [h("weights-source")]: [h(`${head}-container`)],
         [h("model-compat")]: [h(`${head}-container`), ...plan.hosts.map(x => h(`${x.host.name}-weights`))],
@@ -75,9 +76,11 @@ export function plannedResources(plan: ClusterPlan): PlannedResource[] {
         add(`${n}-docker`, "pulumi:providers:docker", { host: `ssh://${h.host.ssh.user}@${h.host.ssh.host}:${h.host.ssh.port}` });
         cmd(`${n}-tools`, conn, h.tools, { stdin: h.tools.content, triggers: [h.tools.create, h.tools.content] });
         cmd(`${n}-preflight`, conn, h.preflight);
-        add(`${n}-image`, IMAGE, { name: c.image, platform: c.platform, keepLocally: true });
+        // imageSource head: a command on the head copies the image; else the provider pulls it.
+        if (h.imageFromHead) cmd(`${n}-image`, headConn, h.imageFromHead);
+        else add(`${n}-image`, IMAGE, { name: c.image, platform: c.platform, keepLocally: true });
         add(`${n}-container`, CONTAINER, {
-            name: c.name, image: repoDigest(c.image), entrypoints: c.entrypoint, command: c.command,
+            name: c.name, image: h.imageFromHead ? c.image : repoDigest(c.image), entrypoints: c.entrypoint, command: c.command,
             envs: c.env.map(([k, v]) => `${k}=${v}`), networkMode: c.networkMode, ipcMode: c.ipcMode, gpus: c.gpus,
             init: c.init, shmSize: c.shmSizeMb, ulimits: c.ulimits, capabilities: { adds: c.capabilities }, devices: c.devices,
             mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),

@@ -30,11 +30,11 @@ const DERIVED: Record<string, (hosts: string[]) => string[]> = {
     "spark-model-launch": () => ["spark-api-key"], // the API key's digest
 };
 
-for (const [stack, weights] of [["spark", undefined], ["qwen3-235b-4x", undefined], ["spark", "head-then-copy"]]) {
-    test(`Pulumi.${stack}.yaml${weights ? ` with model.weights ${weights}` : ""}: diff's resource table and trigger wiring are the real program's`, () => {
-        const r = weights ? setPath(raw(stackConfig(stack!)), "model.weights", weights) : raw(stackConfig(stack!));
+for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "model.weights", "head-then-copy"], ["spark", "imageSource", "head"]]) {
+    test(`Pulumi.${stack}.yaml${key ? ` with ${key} ${value}` : ""}: diff's resource table and trigger wiring are the real program's`, () => {
+        const r = key ? setPath(raw(stackConfig(stack)), key, value) : raw(stackConfig(stack));
         const plan = planOf(r);
-        const recorded = evaluate(stack!, r);
+        const recorded = evaluate(stack, r);
         const planned = plannedResources(plan);
         assert.deepEqual(planned.map(p => p.name).sort(), [...recorded.keys()].sort());
         for (const p of planned) {
