@@ -122,7 +122,8 @@ export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChan
         if (!o) { changes.set(r.name, { name: r.name, type: r.type, op: "create", inputs: Object.keys(r.inputs) }); continue; }
         const inputs = [...new Set([...Object.keys(o.inputs), ...Object.keys(r.inputs)])].filter(k => !isDeepStrictEqual(o.inputs[k], r.inputs[k]));
         let op: Op = "same", reason: string | undefined;
-        if (inputs.length > 0) {
+        if (o.type !== r.type) op = "replace", reason = `was ${o.type}: deleted, and created as the new type`;
+        else if (inputs.length > 0) {
             // Commands replace on triggers only; docker images and containers on any input; the provider's own config updates.
             const replaces = r.type === COMMAND ? inputs.includes("triggers") : r.type === CONTAINER || r.type === IMAGE;
             op = replaces ? "replace" : "update";
