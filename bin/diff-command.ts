@@ -6,9 +6,9 @@
 // checks it and every input below against the real program under mocks).
 import { isDeepStrictEqual } from "util";
 import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
-import { SpecError, parseSpec } from "../components/spec";
+import { HostSpec, SpecError, parseSpec } from "../components/spec";
 import { argvLine } from "../components/scripts";
-import { sshConnection } from "../components/connection";
+import { sshConnection, sshTarget } from "../components/connection";
 import { planResources, verdicts } from "../policies/offline";
 import { readStackFile } from "./plan-command";
 
@@ -43,7 +43,7 @@ export function triggerWiring(plan: ClusterPlan): Record<string, string[]> {
     const h = (name: string) => `${CLUSTER}-${name}`;
     const head = plan.head.host.name;
     const workers = plan.hosts.slice(1).map(w => w.host.name);
-    const source = (plan as { weightsSource?: CommandPlan }).weightsSource;
+    const source = plan.weightsSource;
     return {
         // The image input waits for every host's image to agree, so at preview it follows all of them.
         ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), plan.hosts.map(y => h(`${y.host.name}-image`))])),
@@ -89,13 +89,15 @@ export function plannedResources(plan: ClusterPlan): PlannedResource[] {
         cmd(`${n}-weights`, conn, h.weights);
     }
     // head-then-copy only: the head serves its snapshot to the workers.
-    const source = (plan as { weightsSource?: CommandPlan }).weightsSource;
+    const source = plan.weightsSource;
     if (source) cmd("weights-source", headConn, source);
     cmd("model-compat", headConn, plan.compat);
-    cmd("ray-head-launch", headConn, plan.head.rayLaunch);
-    for (const w of plan.hosts.slice(1)) cmd(`ray-${w.host.name}-launch`, sshConnection(w.host), w.rayLaunch);
+    // Launches also carry their SSH target in their triggers (components/connection.ts sshTarget).
+    const launch = (c: CommandPlan, host: HostSpec) => ({ triggers: [c.create, sshTarget(host)] });
+    cmd("ray-head-launch", headConn, plan.head.rayLaunch, launch(plan.head.rayLaunch, plan.head.host));
+    for (const w of plan.hosts.slice(1)) cmd(`ray-${w.host.name}-launch`, sshConnection(w.host), w.rayLaunch, launch(w.rayLaunch, w.host));
     cmd("ray-head-probe", headConn, plan.rayProbe);
-    cmd("model-launch", headConn, plan.vllmLaunch);
+    cmd("model-launch", headConn, plan.vllmLaunch, launch(plan.vllmLaunch, plan.head.host));
     cmd("model-probe", headConn, plan.endpointProbe);
     return out;
 }

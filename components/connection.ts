@@ -15,6 +15,14 @@ export function sshConnection(host: HostSpec, privateKey?: pulumi.Input<string>)
     };
 }
 
+/**
+ * Where a launch runs, for its triggers: @pulumi/command only updates on a connection change (and
+ * would rerun `create` beside what is running), so a launch moved to another host must be replaced.
+ */
+export function sshTarget(host: HostSpec): string {
+    return `${host.ssh.user}@${host.ssh.host}:${host.ssh.port}`;
+}
+
 /** A promise with its resolver: lets a resource wait for others created after it. */
 export function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
     let resolve!: (value: T) => void;

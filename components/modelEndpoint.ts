@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { types } from "@pulumi/command";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
+import { sshTarget } from "./connection";
 
 export interface ModelEndpointArgs {
     /** The cluster plan (from `planCluster`): compat check, `vllm serve` launch and endpoint probe. */
@@ -45,7 +46,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
             create: plan.vllmLaunch.create,
             delete: plan.vllmLaunch.delete,
             stdin: keyLine,
-            triggers: [plan.vllmLaunch.create, rayReady.apply(r => r.id), keyDigest],
+            triggers: [plan.vllmLaunch.create, sshTarget(plan.head.host), rayReady.apply(r => r.id), keyDigest],
         }, { parent: this, dependsOn: rayReady.apply(r => [r, this.compat]), deleteBeforeReplace: true });
         this.probe = new remote.Command(`${name}-probe`, {
             connection,

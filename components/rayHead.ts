@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { types } from "@pulumi/command";
 import * as remote from "@pulumi/command/remote";
 import { CommandPlan, HostPlan } from "./plan";
+import { sshTarget } from "./connection";
 
 export interface RayHeadArgs {
     /** The head host's plan (from `planCluster`); its `rayLaunch` starts `ray start --head`. */
@@ -33,7 +34,7 @@ export class RayHead extends pulumi.ComponentResource {
             connection: args.connection,
             create: rayLaunch.create,
             delete: rayLaunch.delete,
-            triggers: [rayLaunch.create, args.container.id],
+            triggers: [rayLaunch.create, sshTarget(args.plan.host), args.container.id],
         }, { parent: this, dependsOn: [args.container, ...(args.after ?? [])], deleteBeforeReplace: true });
         const workers = pulumi.output(args.workers);
         this.probe = new remote.Command(`${name}-probe`, {

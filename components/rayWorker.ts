@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { types } from "@pulumi/command";
 import * as remote from "@pulumi/command/remote";
 import { HostPlan } from "./plan";
+import { sshTarget } from "./connection";
 
 export interface RayWorkerArgs {
     /** The worker host's plan (from `planCluster`); its `rayLaunch` joins the head's fabric address. */
@@ -25,7 +26,7 @@ export class RayWorker extends pulumi.ComponentResource {
             connection: args.connection,
             create: rayLaunch.create,
             delete: rayLaunch.delete,
-            triggers: [rayLaunch.create, args.container.id, args.head.id],
+            triggers: [rayLaunch.create, sshTarget(args.plan.host), args.container.id, args.head.id],
         }, { parent: this, dependsOn: [args.container, args.head], deleteBeforeReplace: true });
         this.registerOutputs({ launch: this.launch.stdout });
     }

@@ -102,13 +102,14 @@ for (const [label, key, value, replaced] of CHANGES) {
     });
 }
 
-test("a flag change: only spark-model-launch's inputs change; a host's ssh port only updates commands in place", () => {
+test("a flag change: only spark-model-launch's inputs change; a worker's ssh port relaunches Ray there and everything after it", () => {
     const before = raw(stackConfig("spark"));
     const flag = diffPlans(planOf(before), planOf(setPath(before, "vllm.extraArgs", ["--enable-prefix-caching"])));
     assert.deepEqual(flag.filter(c => c.inputs.length).map(c => [c.name, c.inputs]), [["spark-model-launch", ["create", "triggers"]]]);
     const port = diffPlans(planOf(before), planOf(setPath(before, "hosts[1].ssh.port", 2222)));
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
-        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"], ["spark-ray-spark-b-launch", "update"]]);
+        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"],
+            ["spark-ray-spark-b-launch", "replace"], ["spark-ray-head-probe", "replace"], ["spark-model-launch", "replace"], ["spark-model-probe", "replace"]]);
 });
 
 const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), ...args], { cwd: ROOT, encoding: "utf8" });
