@@ -7,7 +7,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
-import { COMMAND, diffPlans, plannedResources, setPath } from "../../bin/diff-command";
+import { diffPlans, setPath } from "../../bin/diff-command";
+import { COMMAND, plannedResources } from "../../components/resources";
 import { Evaluation, evaluateWithMocks, stackConfig } from "../harness/mocks";
 
 const ROOT = path.join(__dirname, "..", "..");
