@@ -417,6 +417,8 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const rayPort = r.integer(ray, "port", "ray", 1, 65535, 6379);
     const dashboardPort = r.integer(ray, "dashboardPort", "ray", 1, 65535, 8265);
     if (rayPort !== undefined && rayPort === port) r.problem("ray.port", `${rayPort} is also vllm.port; give Ray and vLLM different ports`);
+    if (copyPort !== undefined && weights === "head-then-copy" && (copyPort === port || copyPort === rayPort))
+        r.problem("model.copyPort", `${copyPort} is also ${copyPort === port ? "vllm.port" : "ray.port"}; pick a free port for the weights copy`);
 
     const probes = r.object(root.probes, "probes", false) ?? {};
     r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds"]);

@@ -111,3 +111,17 @@ test("gpuMemoryUtilization accepts (0, 1] only", () => {
         else assert.match(problems(raw)[0], /^spark-vllm:vllm\.gpuMemoryUtilization: must be a number in \(0, 1\]/);
     }
 });
+
+test("imageSource and the head-then-copy port are checked", () => {
+    const raw = rawConfig(2);
+    raw.imageSource = "nfs";
+    raw.model.weights = "head-then-copy";
+    raw.model.copyPort = 6379;
+    const found = problems(raw);
+    assert.ok(found.includes('spark-vllm:imageSource: must be registry or head, got "nfs"'), found.join("\n"));
+    assert.ok(found.includes("spark-vllm:model.copyPort: 6379 is also ray.port; pick a free port for the weights copy"), found.join("\n"));
+    const ok = rawConfig(2);
+    ok.imageSource = "head";
+    assert.equal(parseSpec(ok).imageSource, "head");
+    assert.equal(parseSpec(ok).model.copyPort, 18080);
+});
