@@ -1,0 +1,441 @@
+// `npm run bench`: how fast spark-vllm does its job, on simulated Sparks and under mocks (issue 8).
+//
+//   npm run bench                 full run → bench/results.json + bench/results.md (~12 min, root)
+//   npm run bench -- --quick      one run each, 2 hosts, small load time → a temp dir (CI: proves it works)
+//   BENCH_QUICK=1 npm run bench   the same
+//   --out DIR                     write results.json / results.md to DIR instead
+//
+// Every figure is the median of several runs with min and max; results.json also holds each run.
+// Between scenarios the stack is destroyed, the hosts are checked for leftovers and faults are
+// cleared; the sim is always stopped. Only one sim may run on a machine: the bench waits for a
+// running one to go away and never stops somebody else's.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Sim, simStatus, startSim } from "../tests/sim/hosts";
+import { Report, Stack, destroy as engineDestroy, up as engineUp } from "../tests/engine/engine";
+import { CriticalPath, Row, criticalPath, fingerprint, fmt, machine, markdown, round, source, summarize, work } from "./lib";
+import { Evaluation, evaluateOnce } from "./evaluate";
+
+const argv = process.argv.slice(2);
+const QUICK = argv.includes("--quick") || ["1", "true", "yes"].includes(String(process.env.BENCH_QUICK ?? "").toLowerCase());
+const outArg = argv.indexOf("--out");
+
+const P = QUICK
+    ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
+    : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, evalRuns: 3, evalHosts: [2, 8, 32, 64] };
+/** Crash scenario: the stand-in loads for 30 s and dies 6 s after `vllm serve` started (the probe is polling by then). */
+const CRASH = { load_seconds: 30, crash_after_seconds: 6 };
+/** Hang scenario: NCCL never completes; the endpoint probe gives up after this many seconds (the minimum allowed). */
+const HANG_TIMEOUT = 5;
+/** Probes poll every second, as in the end-to-end suite (the default is 2). */
+const PROBES = { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 120 };
+const FLAG = "--enable-prefix-caching";
+
+const t0 = Date.now();
+const log = (s: string) => process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${s}\n`);
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+const secs = (ms: number) => round(ms / 1000);
+
+let sim: Sim;
+let work_: string;
+
+// ---------------------------------------------------------------- the program must not change under the bench
+
+const ROOT = path.join(__dirname, "..");
+const measured = source(ROOT);
+
+/** Stops the bench if the program or the test bed changed since it started (someone editing the checkout). */
+function unchanged(after: string): void {
+    const now = fingerprint(ROOT);
+    if (now !== measured.fingerprint)
+        throw new Error(`the program or the test bed changed during the bench (after ${after}): the results would mix two programs. ` +
+            "Run it on a checkout nobody edits (e.g. a `git clone --shared` of this one), or again when the edits are done.");
+}
+const up = async (stack: Stack) => { const r = await engineUp(stack); unchanged(`up of ${stack.name}`); return r; };
+const destroy = async (stack: Stack) => { const r = await engineDestroy(stack); unchanged(`destroy of ${stack.name}`); return r; };
+
+// ---------------------------------------------------------------- the sim and stacks
+
+function alive(pid: number): boolean {
+    try {
+        process.kill(pid, 0);
+        return true;
+    } catch {
+        return false;
+    }
+}
+
+/** Waits until no other sim is up (somebody's tests, or `tests/sim/cli.ts up`), then starts ours. */
+async function startOwnSim(hosts: number): Promise<Sim> {
+    const deadline = Date.now() + 30 * 60_000;
+    for (;;) {
+        const s = await simStatus();
+        const owner = s.state?.ownerPid;
+        // A sim whose owner process is gone is a crashed run's leftover: startSim replaces it.
+        const leftover = s.state !== undefined && !!owner && !alive(owner);
+        if (leftover || (s.netns.length === 0 && !s.bridge && !s.state)) break;
+        if (Date.now() > deadline) throw new Error(`another sim is still up after 30 min (netns ${s.netns.join(" ")}, owner ${owner}); not touching it`);
+        log(`another sim is up (netns ${s.netns.join(" ") || "-"}, owner pid ${owner ?? "?"}); waiting for it to go away`);
+        await sleep(15_000);
+    }
+    // Not force: if somebody started a sim since the check, startSim refuses instead of stopping theirs.
+    return startSim({ hosts });
+}
+
+/** A stack on the first n simulated hosts, as the end-to-end suite builds it (tests/e2e/cluster.test.ts). */
+function simStack(name: string, n: number, opts: { tag?: string; vllm?: Record<string, unknown>; probes?: Record<string, unknown> } = {}): Stack {
+    const hosts = sim.hosts.slice(0, n).map(h => ({
+        name: h.name,
+        ssh: { host: h.address, user: "root" },
+        fabric: { interface: h.fabricInterface, address: h.address, hcas: [] },
+        platform: "linux/amd64",
+    }));
+    return {
+        name,
+        statePath: path.join(work_, `${name}.state.json`),
+        transport: { env: sim.env, sshArgs: [] },
+        config: {
+            "spark-vllm:hosts": hosts,
+            "spark-vllm:image": sim.images[opts.tag ?? "0.17.1"],
+            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface" },
+            "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
+            "spark-vllm:probes": { ...PROBES, ...(opts.probes ?? {}) },
+        },
+    };
+}
+
+async function leftovers(): Promise<string[]> {
+    const found: string[] = [];
+    for (const h of sim.hosts) {
+        const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
+        if (ps.code !== 0) found.push(`${h.name}: docker ps failed: ${ps.stderr.trim()}`);
+        if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
+        // Only this host's processes (its network namespace): other people's stand-in tests run on the machine too.
+        const procs = await sim.exec(h.name, "pgrep -af --ns $$ --nslist net '[v]llm serve|[r]ay start|[_]sim_gcs' || true");
+        if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 )' || true");
+        if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
+    }
+    return found;
+}
+
+/** Destroy, prove nothing is left, clear every fault. Throws if anything stayed behind. */
+async function cleanUp(stack: Stack): Promise<void> {
+    try {
+        const r = await destroy(stack);
+        if (r.errors.length) throw new Error(`destroy of ${stack.name} failed: ${r.errors.join("; ")}`);
+        const state = JSON.parse(fs.readFileSync(stack.statePath, "utf8")) as { resources: object };
+        if (Object.keys(state.resources).length) throw new Error(`destroy of ${stack.name} left state: ${Object.keys(state.resources).join(", ")}`);
+        const left = await leftovers();
+        if (left.length) throw new Error(`destroy of ${stack.name} left: ${left.join("; ")}`);
+    } finally {
+        for (const h of sim.hosts) await sim.setFaults(h.name, null);
+    }
+}
+
+function mustSucceed(r: Report, what: string): Report {
+    if (r.error) throw new Error(`${what} failed: ${r.error}`);
+    return r;
+}
+
+function mustFail(r: Report, what: string, pattern: RegExp): string {
+    if (!r.error) throw new Error(`${what} was expected to fail and did not`);
+    if (!pattern.test(r.error)) throw new Error(`${what} failed, but not as expected (${pattern}): ${r.error.slice(0, 2000)}`);
+    return r.error;
+}
+
+// ---------------------------------------------------------------- scenarios
+
+interface UpRun {
+    hosts: number;
+    wallSeconds: number;
+    /** Including the engine process' start (node, tsx), as a user typing `up` waits. */
+    processWallSeconds: number;
+    overheadSeconds: number;
+    criticalPath: CriticalPath;
+    noop: { actions: number; changed: string[]; replaced: number; wallSeconds: number };
+    flag: { actions: number; changed: string[]; replaced: string[]; others: string[]; wallSeconds: number };
+}
+
+/** Fresh up (load time L) → the same up again → one vLLM flag changed → destroy. */
+async function upScenario(n: number, run: number): Promise<UpRun> {
+    const stack = simStack(`up${n}-${run}`, n);
+    const hostNames = sim.hosts.slice(0, n).map(h => h.name);
+    try {
+        await sim.setFaults(hostNames[0], { load_seconds: P.loadSeconds });
+        const started = Date.now();
+        const fresh = mustSucceed(await up(stack), `fresh up on ${n} hosts`);
+        const processWall = Date.now() - started;
+        const cp = criticalPath(fresh, hostNames);
+
+        const again = mustSucceed(await up(stack), `no-op up on ${n} hosts`);
+        const a = work(again);
+        const changed = again.ops.filter(o => o.op !== "same").map(o => o.name);
+
+        stack.config["spark-vllm:vllm"] = { ...(stack.config["spark-vllm:vllm"] as object), extraArgs: [FLAG] };
+        const flag = mustSucceed(await up(stack), `up with ${FLAG} on ${n} hosts`);
+        const f = work(flag);
+        const flagChanged = flag.ops.filter(o => o.op !== "same").map(o => o.name);
+        const expected = ["spark-model-launch", "spark-model-probe"];
+        const result: UpRun = {
+            hosts: n,
+            wallSeconds: secs(fresh.wallMs),
+            processWallSeconds: secs(processWall),
+            overheadSeconds: round(fresh.wallMs / 1000 - P.loadSeconds),
+            criticalPath: cp,
+            noop: { actions: a.actions, changed, replaced: a.replaced.length, wallSeconds: secs(again.wallMs) },
+            flag: { actions: f.actions, changed: flagChanged, replaced: f.replaced, others: flagChanged.filter(x => !expected.includes(x)), wallSeconds: secs(flag.wallMs) },
+        };
+        log(`up on ${n} hosts #${run}: fresh ${result.wallSeconds} s (overhead ${result.overheadSeconds} s, critical path ${cp.steps} steps), ` +
+            `no-op ${result.noop.wallSeconds} s / ${a.actions} actions, flag ${result.flag.wallSeconds} s / ${f.actions} actions [${flagChanged.join(" ")}]`);
+        return result;
+    } finally {
+        await cleanUp(stack);
+    }
+}
+
+async function crashScenario(run: number): Promise<{ seconds: number; kind: string }> {
+    const stack = simStack(`crash-${run}`, 2);
+    try {
+        await sim.setFaults("spark-a", CRASH);
+        const r = await up(stack);
+        const error = mustFail(r, "up with a crash during load", /spark-model-probe[\s\S]*root cause: RuntimeError: CUDA error: an illegal memory access/);
+        const logText = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+        const at = /SIM_CRASH_AT (\d+\.\d+)/.exec(logText);
+        if (!at) throw new Error("the stand-in's log has no SIM_CRASH_AT line");
+        const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed);
+        if (!probe) throw new Error("no failed spark-model-probe op");
+        const seconds = round((r.startedAt + probe.endMs - Number(at[1]) * 1000) / 1000);
+        const kind = /kind: (\S+)/.exec(error)?.[1] ?? "none";
+        log(`crash #${run}: failed ${seconds} s after the crash (kind ${kind})`);
+        return { seconds, kind };
+    } finally {
+        await cleanUp(stack);
+    }
+}
+
+async function hangScenario(run: number): Promise<{ seconds: number; probeSeconds: number }> {
+    const stack = simStack(`hang-${run}`, 2, { probes: { endpointTimeoutSeconds: HANG_TIMEOUT } });
+    try {
+        await sim.setFaults("spark-a", { nccl_hang: true });
+        const r = await up(stack);
+        mustFail(r, "up with an NCCL hang", new RegExp(`spark-model-probe[\\s\\S]*did not become healthy within ${HANG_TIMEOUT} s`));
+        const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed);
+        if (!probe) throw new Error("no failed spark-model-probe op");
+        const probeSeconds = secs(probe.endMs - probe.startMs);
+        const seconds = round(probeSeconds - HANG_TIMEOUT);
+        log(`hang #${run}: probe ran ${probeSeconds} s, failed ${seconds} s after its ${HANG_TIMEOUT} s timeout`);
+        return { seconds, probeSeconds };
+    } finally {
+        await cleanUp(stack);
+    }
+}
+
+async function compatScenario(run: number): Promise<{ seconds: number; processSeconds: number; launches: number }> {
+    const stack = simStack(`compat-${run}`, 2, { tag: "0.14.0" });
+    try {
+        const started = Date.now();
+        const r = await up(stack);
+        mustFail(r, "up with the 0.14.0 image", /spark-model-compat[\s\S]*Qwen3_5MoeForConditionalGeneration/);
+        const verdict = r.ops.find(o => o.name === "spark-model-compat" && o.failed);
+        if (!verdict) throw new Error("no failed spark-model-compat op");
+        const launches = r.ops.filter(o => o.name.endsWith("-launch")).length;
+        const out = { seconds: secs(verdict.endMs), processSeconds: secs(r.startedAt + verdict.endMs - started), launches };
+        log(`compat #${run}: 0.14.0 refused ${out.seconds} s after up started (${out.processSeconds} s incl. process start), ${launches} launches`);
+        return out;
+    } finally {
+        await cleanUp(stack);
+    }
+}
+
+// ---------------------------------------------------------------- main
+
+async function simulated(): Promise<Record<string, any>> {
+    work_ = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-"));
+    const hostCount = Math.max(...P.hostCounts);
+    log(`starting ${hostCount} simulated hosts`);
+    sim = await startOwnSim(hostCount);
+    try {
+        for (const h of sim.hosts) await sim.setFaults(h.name, null);
+        // The images are on every host before the first up, as after any earlier deployment (destroy
+        // keeps them): pulls from the local registry are CPU-bound on a small machine and would
+        // measure the machine, not the orchestration.
+        await Promise.all(sim.hosts.flatMap(h => Object.values(sim.images).map(async image => {
+            const r = await sim.docker(h.name, ["pull", "-q", image]);
+            if (r.code !== 0) throw new Error(`pull ${image} on ${h.name}: ${r.stderr}`);
+        })));
+        log("images on every host");
+
+        const ups: UpRun[] = [];
+        for (let run = 1; run <= P.upRuns; run++)
+            for (const n of P.hostCounts) ups.push(await upScenario(n, run));
+        const crashes = [];
+        for (let run = 1; run <= P.crashRuns; run++) crashes.push(await crashScenario(run));
+        const hangs = [];
+        for (let run = 1; run <= P.hangRuns; run++) hangs.push(await hangScenario(run));
+        const compat = [];
+        for (let run = 1; run <= P.compatRuns; run++) compat.push(await compatScenario(run));
+        return { ups, crashes, hangs, compat };
+    } finally {
+        await sim.stop();
+        fs.rmSync(work_, { recursive: true, force: true });
+        log("sim stopped");
+    }
+}
+
+function evaluations(): Evaluation[] {
+    const all: Evaluation[] = [];
+    for (let run = 1; run <= P.evalRuns; run++)
+        for (const n of P.evalHosts) {
+            const e = evaluateOnce(n);
+            unchanged(`evaluation of ${n} hosts`);
+            log(`evaluate ${n} hosts #${run}: ${round(e.evaluateSeconds, 2)} s, ${round(e.peakRssMiB, 1)} MiB peak, ${e.resources} resources`);
+            all.push(e);
+        }
+    return all;
+}
+
+async function main(): Promise<void> {
+    if (process.getuid?.() !== 0) throw new Error("the bench needs root for the simulated hosts (network namespaces, dockerd, sshd)");
+    const outDir = outArg >= 0 ? path.resolve(argv[outArg + 1]) : QUICK ? fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-quick-")) : __dirname;
+    const m = machine();
+    const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}${process.env.BENCH_QUICK ? ` (BENCH_QUICK=${process.env.BENCH_QUICK})` : ""}`;
+    log(`${QUICK ? "quick" : "full"} run on ${m.cpus} CPUs, ${m.memoryGiB} GiB, kernel ${m.kernel}, Node ${m.node}; results in ${outDir}`);
+
+    const evals = evaluations();
+    const s = await simulated();
+    m.loadAverage.end = round(os.loadavg()[0], 2);
+
+    const ups = s.ups as UpRun[];
+    const of = (n: number) => ups.filter(u => u.hosts === n);
+    const orchestration: Record<string, any> = {};
+    for (const n of P.hostCounts) {
+        const runs = of(n);
+        orchestration[`hosts${n}`] = {
+            wallSeconds: summarize(runs.map(u => u.wallSeconds)),
+            processWallSeconds: summarize(runs.map(u => u.processWallSeconds)),
+            overheadSeconds: summarize(runs.map(u => u.overheadSeconds)),
+            criticalPath: {
+                steps: summarize(runs.map(u => u.criticalPath.steps)),
+                busySeconds: summarize(runs.map(u => u.criticalPath.busySeconds)),
+                gapSeconds: summarize(runs.map(u => u.criticalPath.gapSeconds)),
+                kinds: runs[0].criticalPath.kinds,
+                sameChainEveryRun: runs.every(u => u.criticalPath.kinds.join() === runs[0].criticalPath.kinds.join()),
+                runs: runs.map(u => u.criticalPath),
+            },
+        };
+    }
+    // Runs alternate 2 and 4 hosts, so run i of each saw the same machine: the ratio is per run.
+    const ratio = P.hostCounts.includes(4) ? summarize(of(4).map((u, i) => u.overheadSeconds / of(2)[i].overheadSeconds)) : undefined;
+    if (ratio) orchestration.ratio4to2 = ratio;
+
+    const noopFlag = (n: number) => ({
+        noop: {
+            actions: summarize(of(n).map(u => u.noop.actions)),
+            replaced: summarize(of(n).map(u => u.noop.replaced)),
+            changed: [...new Set(of(n).flatMap(u => u.noop.changed))],
+            wallSeconds: summarize(of(n).map(u => u.noop.wallSeconds)),
+        },
+        flag: {
+            actions: summarize(of(n).map(u => u.flag.actions)),
+            replaced: summarize(of(n).map(u => u.flag.replaced.length)),
+            outsideLaunchAndProbe: summarize(of(n).map(u => u.flag.others.length)),
+            changed: [...new Set(of(n).flatMap(u => u.flag.changed))],
+            wallSeconds: summarize(of(n).map(u => u.flag.wallSeconds)),
+        },
+    });
+    const rerun = Object.fromEntries(P.hostCounts.map(n => [`hosts${n}`, noopFlag(n)]));
+    const crash = { seconds: summarize(s.crashes.map((c: any) => c.seconds)), kinds: [...new Set(s.crashes.map((c: any) => c.kind))] };
+    const hang = { seconds: summarize(s.hangs.map((h: any) => h.seconds)), probeSeconds: summarize(s.hangs.map((h: any) => h.probeSeconds)), timeoutSeconds: HANG_TIMEOUT };
+    const compat = {
+        seconds: summarize(s.compat.map((c: any) => c.seconds)),
+        processSeconds: summarize(s.compat.map((c: any) => c.processSeconds)),
+        launchesBeforeVerdict: summarize(s.compat.map((c: any) => c.launches)),
+    };
+    const evaluation: Record<string, any> = {};
+    for (const n of P.evalHosts) {
+        const es = evals.filter(e => e.hosts === n);
+        evaluation[`hosts${n}`] = {
+            resources: es[0].resources,
+            evaluateSeconds: summarize(es.map(e => e.evaluateSeconds)),
+            wallSeconds: summarize(es.map(e => e.wallSeconds)),
+            peakRssMiB: summarize(es.map(e => e.peakRssMiB)),
+        };
+    }
+
+    const rows: Row[] = [];
+    const L = P.loadSeconds;
+    for (const n of P.hostCounts)
+        rows.push({ figure: `Orchestration overhead, fresh \`up\` on ${n} hosts − L`, value: orchestration[`hosts${n}`].overheadSeconds, unit: "s",
+            note: `L = ${L} s stand-in load; wall ${fmt(orchestration[`hosts${n}`].wallSeconds.median)} s. Rises with any slower step or added wait` });
+    if (ratio) rows.push({ figure: "Overhead 4 hosts ÷ 2 hosts", value: ratio, unit: "ratio",
+        note: "≈ 1: hosts proceed in parallel. Serialized hosts push it towards 2 (or more)" });
+    for (const n of P.hostCounts) {
+        const cp = orchestration[`hosts${n}`].criticalPath;
+        rows.push({ figure: `Critical path on ${n} hosts: steps`, value: cp.steps, unit: "steps",
+            note: `${cp.kinds.length} dependent steps (below). A per-host step run host after host adds steps on 4 hosts; a new wait adds one` });
+        rows.push({ figure: `Critical path on ${n} hosts: time in steps / gaps between them`, value: `${fmt(cp.busySeconds.median)} / ${fmt(cp.gapSeconds.median)}`, unit: "s",
+            note: `medians; the gaps are the engine's scheduling, the rest is remote work (includes L)` });
+    }
+    for (const n of P.hostCounts) {
+        const r = rerun[`hosts${n}`];
+        rows.push({ figure: `No-op re-run on ${n} hosts: commands/actions run`, value: r.noop.actions, unit: "count", note: "0: a re-run runs no command. > 0 if a command re-runs on every up" });
+        rows.push({ figure: `No-op re-run on ${n} hosts: resources replaced`, value: r.noop.replaced, unit: "count", note: "0. > 0 if an input changes on every evaluation (e.g. a timestamp in a command)" });
+        rows.push({ figure: `No-op re-run on ${n} hosts: wall`, value: r.noop.wallSeconds, unit: "s", note: "evaluation only; jumps if any remote step runs" });
+        rows.push({ figure: `One vLLM flag (\`${FLAG}\`) on ${n} hosts: resources replaced`, value: r.flag.replaced, unit: "count", note: `2 (${r.flag.changed.join(", ")})` });
+        rows.push({ figure: `One vLLM flag on ${n} hosts: other resources touched`, value: r.flag.outsideLaunchAndProbe, unit: "count", note: "0. > 0 if the flag reaches Ray, containers or checks" });
+        rows.push({ figure: `One vLLM flag on ${n} hosts: commands/actions run`, value: r.flag.actions, unit: "count", note: "stop old vLLM, launch, probe. More if anything else reruns" });
+        rows.push({ figure: `One vLLM flag on ${n} hosts: wall`, value: r.flag.wallSeconds, unit: "s", note: `≈ L + relaunch; rises if Ray or containers are recreated` });
+    }
+    rows.push({ figure: "Failure to error: crash → failed `up`", value: crash.seconds, unit: "s",
+        note: `from the stand-in's SIM_CRASH_AT to the failed probe; ≈ poll interval (1 s). A blind sleep moves it to the sleep's length` });
+    rows.push({ figure: `Failure to error: hang → failed \`up\` after the ${HANG_TIMEOUT} s timeout`, value: hang.seconds, unit: "s",
+        note: `probe duration − ${HANG_TIMEOUT} s; includes ssh/docker exec start. Rises if the timeout is not enforced by the probe` });
+    rows.push({ figure: "Compatibility verdict: start of `up` → 0.14.0 refused", value: compat.seconds, unit: "s",
+        note: "before any launch; rises if the check moves after Ray or vLLM start, or becomes slow" });
+    rows.push({ figure: "Launches before the compatibility verdict", value: compat.launchesBeforeVerdict, unit: "count", note: "0. > 0 if Ray or vLLM start before the check" });
+    for (const n of P.evalHosts) {
+        const e = evaluation[`hosts${n}`];
+        rows.push({ figure: `Program evaluation under mocks, ${n} hosts (${e.resources} resources): time`, value: e.evaluateSeconds, unit: "s",
+            note: "child process, after node/tsx start. Super-linear growth in hosts = a quadratic step in the program" });
+        rows.push({ figure: `Program evaluation under mocks, ${n} hosts: peak RSS`, value: e.peakRssMiB, unit: "MiB", note: "of the evaluation child" });
+    }
+
+    const chainLines: string[] = [];
+    for (const n of P.hostCounts) {
+        const cp = orchestration[`hosts${n}`].criticalPath;
+        const runs = cp.runs as CriticalPath[];
+        // Median duration of each step over the runs (when every run took the same chain; else run 1's).
+        const secondsAt = (i: number) => cp.sameChainEveryRun ? summarize(runs.map(r => r.stepSeconds[i])).median : runs[0].stepSeconds[i];
+        chainLines.push(`Critical path on ${n} hosts (${cp.sameChainEveryRun ? "the same chain in every run; median seconds per step" : "run 1; runs differ, see results.json"}): ` +
+            cp.kinds.map((k: string, i: number) => `${k} ${fmt(secondsAt(i))}`).join(" → "), "");
+    }
+    const results = {
+        command,
+        quick: QUICK,
+        machine: m,
+        source: measured,
+        parameters: { ...P, crash: CRASH, hangTimeoutSeconds: HANG_TIMEOUT, probes: PROBES, flag: FLAG, hostsHoldTheImage: true },
+        orchestration,
+        failureToError: { crash, hang },
+        rerun,
+        compatibility: compat,
+        evaluation,
+        runs: { ...s, evaluations: evals },
+        durationSeconds: secs(Date.now() - t0),
+    };
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 2) + "\n");
+    const md = markdown("spark-vllm benchmarks", m, command, rows, [...chainLines,
+        `Program measured: ${measured.commit ? `commit ${measured.commit.slice(0, 12)}${measured.changedFromCommit?.length ? ` with local changes to ${measured.changedFromCommit.join(", ")}` : ", no local changes"}` : "not a git checkout"} (fingerprint ${measured.fingerprint}).`, "",
+        `Total bench time ${Math.round((Date.now() - t0) / 1000)} s. Every run in results.json.`]);
+    fs.writeFileSync(path.join(outDir, "results.md"), md);
+    process.stdout.write(md);
+    log(`wrote ${path.join(outDir, "results.json")} and results.md in ${Math.round((Date.now() - t0) / 1000)} s`);
+}
+
+main().then(() => process.exit(0), err => {
+    log(`FAILED: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    process.exit(1);
+});
