@@ -13,6 +13,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Sim, simStatus, startSim } from "../tests/sim/hosts";
+import { SimStackOptions, leftovers as simLeftovers, simStack as sharedSimStack } from "../tests/sim/stacks";
 import { Report, Stack, destroy as engineDestroy, up as engineUp } from "../tests/engine/engine";
 import { CriticalPath, Row, criticalPath, fingerprint, fmt, machine, markdown, round, source, summarize, work } from "./lib";
 import { Evaluation, evaluateOnce } from "./evaluate";
@@ -83,42 +84,9 @@ async function startOwnSim(hosts: number): Promise<Sim> {
     return startSim({ hosts });
 }
 
-/** A stack on the first n simulated hosts, as the end-to-end suite builds it (tests/e2e/cluster.test.ts). */
-function simStack(name: string, n: number, opts: { tag?: string; vllm?: Record<string, unknown>; probes?: Record<string, unknown> } = {}): Stack {
-    const hosts = sim.hosts.slice(0, n).map(h => ({
-        name: h.name,
-        ssh: { host: h.address, user: "root" },
-        fabric: { interface: h.fabricInterface, address: h.address, hcas: [] },
-        platform: "linux/amd64",
-    }));
-    return {
-        name,
-        statePath: path.join(work_, `${name}.state.json`),
-        transport: { env: sim.env, sshArgs: [] },
-        config: {
-            "spark-vllm:hosts": hosts,
-            "spark-vllm:image": sim.images[opts.tag ?? "0.17.1"],
-            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface" },
-            "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
-            "spark-vllm:probes": { ...PROBES, ...(opts.probes ?? {}) },
-        },
-    };
-}
-
-async function leftovers(): Promise<string[]> {
-    const found: string[] = [];
-    for (const h of sim.hosts) {
-        const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
-        if (ps.code !== 0) found.push(`${h.name}: docker ps failed: ${ps.stderr.trim()}`);
-        if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
-        // Only this host's processes (its network namespace): other people's stand-in tests run on the machine too.
-        const procs = await sim.exec(h.name, "pgrep -af --ns $$ --nslist net '[v]llm serve|[r]ay start|[_]sim_gcs' || true");
-        if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
-        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 )' || true");
-        if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
-    }
-    return found;
-}
+const simStack = (name: string, n: number, opts: SimStackOptions = {}): Stack =>
+    sharedSimStack(sim, work_, name, { ...opts, hosts: n, probes: { ...PROBES, ...(opts.probes ?? {}) } });
+const leftovers = () => simLeftovers(sim);
 
 /** Destroy, prove nothing is left, clear every fault. Throws if anything stayed behind. */
 async function cleanUp(stack: Stack): Promise<void> {

@@ -210,6 +210,23 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
             "TP x PP must still equal the GPUs of all hosts (two Sparks: TP=2, or TP=1 with PP=2).",
     },
     {
+        // GB10 is sm_121: an image whose PyTorch/vLLM kernels were not built for it fails like this.
+        kind: "cuda-kernel-image",
+        patterns: ["no kernel image is available for execution on the device"],
+        hint:
+            "The image's PyTorch or vLLM kernels were not built for the GB10 (compute capability 12.1, sm_121). " +
+            "Use an image built for Blackwell/GB10 (CUDA 12.9 or newer, arch list including 12.1) in `spark-vllm:image`, " +
+            "the same on every host.",
+    },
+    {
+        kind: "cuda-error",
+        patterns: ["CUDA error: "],
+        hint:
+            "A CUDA kernel faulted (e.g. an illegal memory access). On a Spark this is most often an image whose vLLM, " +
+            "PyTorch and driver do not match GB10: use an image built for it, check `nvidia-smi` on every host, and retry " +
+            "with `--enforce-eager` in `spark-vllm:vllm.extraArgs` to rule out CUDA graphs.",
+    },
+    {
         kind: "unknown-engine-failure",
         wrapper: true,
         patterns: [

@@ -6,6 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Sim, startSim } from "../sim/hosts";
+import { SimStackOptions, leftovers as simLeftovers, simStack as sharedSimStack } from "../sim/stacks";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
 
 if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
@@ -23,28 +24,8 @@ after(async () => {
     fs.rmSync(work, { recursive: true, force: true });
 }, { timeout: 300_000 });
 
-/** A stack on the simulated hosts: TCP fabric on the sim's interface, the x86 platform of this machine. */
-export function simStack(name: string, opts: { tag?: string; image?: string; hosts?: number; vllm?: Record<string, unknown>; probes?: Record<string, unknown>; fabricInterface?: string; weights?: string } = {}): Stack {
-    const hosts = sim.hosts.slice(0, opts.hosts ?? sim.hosts.length).map(h => ({
-        name: h.name,
-        ssh: { host: h.address, user: "root" },
-        fabric: { interface: opts.fabricInterface ?? h.fabricInterface, address: h.address, hcas: [] },
-        platform: "linux/amd64",
-    }));
-    return {
-        name,
-        statePath: path.join(work, `${name}.state.json`),
-        // The sim's ssh on PATH carries its config; its runtime caps memlock (tests/sim/README.md).
-        transport: { env: sim.env, sshArgs: [] },
-        config: {
-            "spark-vllm:hosts": hosts,
-            "spark-vllm:image": opts.image ?? sim.images[opts.tag ?? "0.17.1"],
-            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
-            "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
-            "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
-        },
-    };
-}
+const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, opts);
+const leftovers = () => simLeftovers(sim);
 
 /** The failed up's error, printed so CI logs show what a user would read. */
 function failure(r: Report): string {
@@ -58,19 +39,6 @@ const names = (r: Report, kind?: string) => changes(r).filter(o => !kind || o.op
 async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: string }> {
     const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
     return { status: res.status, body: await res.text() };
-}
-
-async function leftovers(): Promise<string[]> {
-    const found: string[] = [];
-    for (const h of sim.hosts) {
-        const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
-        if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
-        const procs = await sim.exec(h.name, "pgrep -af '[v]llm serve|[r]ay start|[_]sim_gcs|[s]erve-weights' || true");
-        if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
-        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :18080 )' || true");
-        if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
-    }
-    return found;
 }
 
 describe("up, update and destroy on two simulated Sparks", () => {
@@ -152,7 +120,7 @@ describe("failures stop up with the cause", () => {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /spark-model-probe/);
-            assert.match(error, /kind: /);
+            assert.match(error, /kind: cuda-error/);
             assert.match(error, /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
             assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
             const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;

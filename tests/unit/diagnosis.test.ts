@@ -35,7 +35,9 @@ const EXPECTED: Record<string, [kind: string, line: string]> = {
     "invalid-repo-or-path.log": ["invalid-repo-or-path", "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error."],
     "quantization-unsupported.log": ["quantization-unsupported", "Value error, Unknown quantization method: modelopt_fp4."],
     "tp-divisibility.log": ["tp-divisibility", "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."],
-    "unknown-engine-failure.log": ["unknown-engine-failure", "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
+    "cuda-kernel-image.log": ["cuda-kernel-image", "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
+    "cuda-error.log": ["cuda-error", "RuntimeError: CUDA error: an illegal memory access was encountered"],
+    "unknown-engine-failure.log": ["unknown-engine-failure", "AssertionError: expert map has 0 local experts on rank 1 (expected 64)"],
 };
 
 /** One line each, in the real wording, for the patterns the fixtures do not exercise. */

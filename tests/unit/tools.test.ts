@@ -173,7 +173,7 @@ test("endpoint probe: a crash during load fails at once with kind, root cause, h
     assert.equal(r.status, 1);
     assert.ok(Date.now() - started < 10_000, "failed within seconds, not at the timeout");
     assert.match(r.stderr, /vllm serve on spark-a exited/);
-    assert.match(r.stderr, /^kind: /m);
+    assert.match(r.stderr, /^kind: cuda-error$/m);
     assert.match(r.stderr, /^root cause: RuntimeError: CUDA error: an illegal memory access was encountered$/m);
     assert.match(r.stderr, /^hint: /m);
     assert.match(r.stderr, new RegExp(`^full log: spark-a:${s.log.replace(/[.]/g, "\\.")}$`, "m"));

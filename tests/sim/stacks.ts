@@ -1,0 +1,58 @@
+// Stacks on the simulated hosts and the check that nothing is left behind: shared by the
+// end-to-end suite and the benchmarks.
+import * as path from "path";
+import type { Stack } from "../engine/engine";
+import type { Sim } from "./hosts";
+
+export interface SimStackOptions {
+    /** Image tag from the sim registry; default 0.17.1. */
+    tag?: string;
+    /** A full image reference instead of a tag. */
+    image?: string;
+    /** How many of the sim's hosts; default all. */
+    hosts?: number;
+    vllm?: Record<string, unknown>;
+    probes?: Record<string, unknown>;
+    /** Fabric netdev on every host; default the sim's. */
+    fabricInterface?: string;
+    weights?: string;
+}
+
+/** A stack on the simulated hosts: TCP fabric on the sim's interface, this machine's x86 platform. */
+export function simStack(sim: Sim, workDir: string, name: string, opts: SimStackOptions = {}): Stack {
+    const hosts = sim.hosts.slice(0, opts.hosts ?? sim.hosts.length).map(h => ({
+        name: h.name,
+        ssh: { host: h.address, user: "root" },
+        fabric: { interface: opts.fabricInterface ?? h.fabricInterface, address: h.address, hcas: [] },
+        platform: "linux/amd64",
+    }));
+    return {
+        name,
+        statePath: path.join(workDir, `${name}.state.json`),
+        // The sim's ssh on PATH carries its config; its runtime caps memlock (tests/sim/README.md).
+        transport: { env: sim.env, sshArgs: [] },
+        config: {
+            "spark-vllm:hosts": hosts,
+            "spark-vllm:image": opts.image ?? sim.images[opts.tag ?? "0.17.1"],
+            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
+            "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
+            "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
+        },
+    };
+}
+
+/** Containers, processes and ports of spark-vllm still on any simulated host. */
+export async function leftovers(sim: Sim): Promise<string[]> {
+    const found: string[] = [];
+    for (const h of sim.hosts) {
+        const ps = await sim.docker(h.name, ["ps", "-a", "--filter", "name=spark-vllm", "--format", "{{.Names}}"]);
+        if (ps.code !== 0) found.push(`${h.name}: docker ps failed: ${ps.stderr.trim()}`);
+        if (ps.stdout.trim()) found.push(`${h.name}: containers ${ps.stdout.trim()}`);
+        // Only this host's processes (its network namespace): other stand-in tests may run on the machine.
+        const procs = await sim.exec(h.name, "pgrep -af --ns $$ --nslist net '[v]llm serve|[r]ay start|[_]sim_gcs|[s]erve-weights' || true");
+        if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :18080 )' || true");
+        if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
+    }
+    return found;
+}
