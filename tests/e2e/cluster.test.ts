@@ -86,7 +86,11 @@ describe("up, update and destroy on two simulated Sparks", () => {
     test("destroy leaves no container, process or port behind on any host", async () => {
         const r = await destroy(stack);
         assert.deepEqual(r.errors, []);
-        assert.ok(names(r, "delete").includes("spark-model-launch"));
+        const stop = r.ops.find(o => o.op === "delete" && o.name === "spark-model-launch");
+        assert.ok(stop && stop.actions === 1, "the vLLM launch's delete ran");
+        // vLLM was stopped by its delete (SIGTERM, clean shutdown), not killed with its container.
+        const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+        assert.match(log, /Shutting down/);
         assert.deepEqual(await leftovers(), []);
         assert.deepEqual(JSON.parse(fs.readFileSync(stack.statePath, "utf8")).resources, {});
     });
