@@ -11,8 +11,10 @@ export interface SparkHostArgs {
     /** SSH private key for remote commands. Default: the ssh-agent at SSH_AUTH_SOCK. */
     sshPrivateKey?: pulumi.Input<string>;
     /**
-     * Skip the Docker provider's daemon ping. Default: true during preview (so a pull-request
-     * preview needs no path to the host), false during update.
+     * Skip the Docker provider's daemon ping. Default: true, in preview and update alike: a preview
+     * must run with no path to the host, and a value that differed between preview and update would
+     * show the provider as changed in every pull-request preview. The preflight checks Docker on
+     * the host (with a better message) before any Docker resource is touched.
      */
     disableDockerDaemonCheck?: boolean;
 }
@@ -32,7 +34,7 @@ export class SparkHost extends pulumi.ComponentResource {
         this.provider = new docker.Provider(`${name}-docker`, {
             host: `ssh://${host.ssh.user}@${host.ssh.host}:${host.ssh.port}`,
             sshOpts: ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"],
-            disableDockerDaemonCheck: args.disableDockerDaemonCheck ?? pulumi.runtime.isDryRun(),
+            disableDockerDaemonCheck: args.disableDockerDaemonCheck ?? true,
         }, { parent: this });
         const toolsCmd = new remote.Command(`${name}-tools`, {
             connection: this.connection,
