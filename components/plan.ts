@@ -172,15 +172,14 @@ function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { conte
 }
 
 function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
-    const facts = {
+    const args = {
         host: host.name,
         platform: host.platform,
         gpus: host.gpus,
         fabric: host.fabric,
         cacheDir: spec.model.cacheDir,
-        logDir: spec.logDir,
     };
-    return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(facts)]))), timeoutSeconds: 60 };
+    return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(args)]))), timeoutSeconds: 60 };
 }
 
 const copySource = (spec: ClusterSpec) => `http://${spec.hosts[0].fabric.address}:${spec.model.copyPort}`;
@@ -299,7 +298,6 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         gpus: totalGpus,
         timeoutSeconds: spec.probes.rayTimeoutSeconds,
         intervalSeconds: spec.probes.intervalSeconds,
-        logDir: spec.logDir,
     };
     const rayProbe: CommandPlan = {
         create: withTimeout(spec.probes.rayTimeoutSeconds + 30, dockerExec(headContainer, tools(spec, ["ray-probe", json(rayProbeArgs)]))),

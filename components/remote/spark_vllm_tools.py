@@ -441,6 +441,7 @@ def ray_probe(args):
             ips = {n.get("NodeManagerAddress") for n in alive}
             gpus = sum(float((n.get("Resources") or {}).get("GPU", 0)) for n in alive)
             missing = [n for n in args["nodes"] if n["address"] not in ips]
+            expected = {n["address"] for n in args["nodes"]}
             if not missing and gpus >= args["gpus"]:
                 say(json.dumps({"nodes": len(alive), "gpus": gpus, "seconds": round(time.time() - started, 1)}))
                 return
@@ -449,10 +450,13 @@ def ray_probe(args):
                 fail(["Ray cluster incomplete after %d s: %d of %d nodes, %g of %d GPUs joined the head at %s."
                       % (args["timeoutSeconds"], len(args["nodes"]) - len(missing), len(args["nodes"]), gpus,
                          args["gpus"], args["address"])]
-                     + ["  %s (%s) did not join: see its RayWorker launch output and %s/ray-start.log on %s; "
-                        "check the fabric link and that port %s on the head is reachable from it"
-                        % (n["name"], n["address"], args["logDir"], n["name"], args["address"].rsplit(":", 1)[1])
-                        for n in missing])
+                     + ["  %s (%s) did not join: see the output of its Ray worker launch; check the fabric link "
+                        "and that port %s on the head is reachable from it"
+                        % (n["name"], n["address"], args["address"].rsplit(":", 1)[1]) for n in missing]
+                     + ["  a node joined from %s (%g GPU), which is no host's fabric address: a worker on the wrong "
+                        "interface? check spark-vllm:hosts[].fabric.address and VLLM_HOST_IP in its container"
+                        % (n.get("NodeManagerAddress"), float((n.get("Resources") or {}).get("GPU", 0)))
+                        for n in alive if n.get("NodeManagerAddress") not in expected])
             if now >= next_progress:
                 say("waiting for Ray nodes: %d/%d joined, %g/%d GPUs, %d s; missing %s"
                     % (len(args["nodes"]) - len(missing), len(args["nodes"]), gpus, args["gpus"], now - started,

@@ -182,6 +182,23 @@ describe("failures stop up with the cause", () => {
         }
     });
 
+    test("a worker that joins Ray on the wrong address is named, with its fabric address, when the Ray probe times out", async () => {
+        const stack = simStack("wrong-node-ip", { probes: { rayTimeoutSeconds: 8 } });
+        await sim.setFaults("spark-b", { node_ip_override: "198.18.0.250" });
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, /spark-ray-head-probe/);
+            assert.match(error, /Ray cluster incomplete after 8 s: 1 of 2 nodes, 2 of 2 GPUs joined the head at 198\.18\.0\.2:6379/);
+            assert.match(error, /spark-b \(198\.18\.0\.3\) did not join/);
+            assert.match(error, /a node joined from 198\.18\.0\.250 \(1 GPU\), which is no host's fabric address/);
+            assert.ok(!r.ops.some(o => o.name === "spark-model-launch"), "vLLM never launched");
+        } finally {
+            await sim.setFaults("spark-b", null);
+            await destroy(stack);
+        }
+    });
+
     test("a fabric interface that is down fails preflight naming the host and the fix", async () => {
         // A second fabric netdev on each host (a veth whose peer stays in the host); spark-b's stays down.
         const addNetdev = (host: string, address: string, up: boolean) => sim.exec(host,

@@ -92,7 +92,7 @@ test("preflight: prints facts as JSON and one line per problem, naming the host 
     const other = machine === "linux/arm64" ? "linux/amd64" : "linux/arm64";
     const r = runTools("preflight", {
         host: "spark-x", platform: other, gpus: 1, fabric: { interface: "nosuch0", address: "198.18.9.9", hcas: ["rocep9s0f9"] },
-        cacheDir: path.join(dir, "missing-cache"), logDir: dir,
+        cacheDir: path.join(dir, "missing-cache"),
     }, { PATH: "/usr/bin:/bin" });
     assert.equal(r.status, 1);
     const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
@@ -110,7 +110,7 @@ test("preflight: prints facts as JSON and one line per problem, naming the host 
 
 test("preflight: a loopback 'fabric' that is up with its address passes those checks", () => {
     const r = runTools("preflight", {
-        host: "spark-x", platform: "linux/amd64", gpus: 1, fabric: { interface: "lo", address: "127.0.0.1", hcas: [] }, cacheDir: hfHome, logDir: dir,
+        host: "spark-x", platform: "linux/amd64", gpus: 1, fabric: { interface: "lo", address: "127.0.0.1", hcas: [] }, cacheDir: hfHome,
     });
     const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
     assert.equal(facts.fabric.hasAddress, true);

@@ -332,6 +332,9 @@ def gcs_unreachable_msg(address):
 
 
 def start_worker(opts, ip, address):
+    # Fault: the worker comes up on another address than its fabric one (as Ray does when it
+    # picks the wrong interface); it joins, but not as the node the head expects.
+    ip = sc.faults().get("node_ip_override") or ip
     sc.out("Local node IP: %s" % ip)
     node = make_node(ip, opts, False)
     refused = bool(sc.faults().get("ray_join_refused"))
