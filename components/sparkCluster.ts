@@ -46,6 +46,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.apiKey = pulumi.secret(pulumi.output(apiKey));
 
         this.hosts = plan.hosts.map(h => new SparkHost(`${name}-${h.host.name}`, { plan: h, sshPrivateKey: args.sshPrivateKey }, { parent: this }));
+        const head = this.hosts[0];
         // Hosts are checked in parallel; no host changes until every host has passed.
         const preflights = this.hosts.map(h => h.preflight);
         // No container starts until every host holds the same image (by repo digest).
@@ -58,22 +59,21 @@ export class SparkCluster extends pulumi.ComponentResource {
             weights: h.weights,
             hfToken: args.hfToken,
             weightsAfter: i === 0 ? [] : weightsSource.promise,
-            imageFromHead: h.imageFromHead && { command: h.imageFromHead, headConnection: this.hosts[0].connection },
+            imageFromHead: h.imageFromHead && { command: h.imageFromHead, headConnection: head.connection },
             keepImage: args.keepImage,
             imageAgreement: pulumi.output(agreed.promise),
         }, { parent: this, dependsOn: preflights }));
         agreed.resolve(pulumi.all(this.containers.map(c => c.imageIdentity)).apply(digests =>
             sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, digests[i]]))));
 
-        const head = this.hosts[0];
         const headContainer = this.containers[0].container;
         // head-then-copy: the head serves its weights on the fabric once it holds them; workers copy.
         const source = plan.weightsSource;
         weightsSource.resolve(source ? [new remote.Command(`${name}-weights-source`, {
-            connection: this.hosts[0].connection,
+            connection: head.connection,
             create: source.create,
             delete: source.delete,
-            triggers: [source.create, this.containers[0].container.id],
+            triggers: [source.create, headContainer.id],
         }, { parent: this, dependsOn: [this.containers[0].weights], deleteBeforeReplace: true })] : []);
         // Nothing launches until every host holds the same weights at the same path.
         const weightsAgreement = pulumi.all(this.containers.map(c => c.manifest)).apply(ms => sameWeights(plan.spec.model.id, ms));
