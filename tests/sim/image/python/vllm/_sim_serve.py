@@ -85,12 +85,16 @@ API_FRAMES = [
     (PY + "/uvloop/__init__.py", 48, "wrapper", "return await main"),
 ]
 
-CONFIG_FRAMES = API_FRAMES + [
+# The API server's way into the engine client, shared by config errors and the engine wrapper.
+SERVER_FRAMES = API_FRAMES + [
     (PY + "/vllm/entrypoints/openai/api_server.py", 1941, "run_server",
      "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)"),
     (PY + "/vllm/entrypoints/openai/api_server.py", 1957, "run_server_worker",
      "async with build_async_engine_client("),
     ("/usr/lib/python3.12/contextlib.py", 210, "__aenter__", "return await anext(self.gen)"),
+]
+
+CONFIG_FRAMES = SERVER_FRAMES + [
     (PY + "/vllm/entrypoints/openai/api_server.py", 178, "build_async_engine_client_from_engine_args",
      "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
     (PY + "/vllm/engine/arg_utils.py", 1290, "create_engine_config",
@@ -100,12 +104,7 @@ CONFIG_FRAMES = API_FRAMES + [
      "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"),
 ]
 
-WRAPPER_FRAMES = API_FRAMES + [
-    (PY + "/vllm/entrypoints/openai/api_server.py", 1941, "run_server",
-     "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)"),
-    (PY + "/vllm/entrypoints/openai/api_server.py", 1957, "run_server_worker",
-     "async with build_async_engine_client("),
-    ("/usr/lib/python3.12/contextlib.py", 210, "__aenter__", "return await anext(self.gen)"),
+WRAPPER_FRAMES = SERVER_FRAMES + [
     (PY + "/vllm/entrypoints/openai/api_server.py", 203, "build_async_engine_client_from_engine_args",
      "async_llm = AsyncLLM.from_vllm_config("),
     (PY + "/vllm/v1/engine/async_llm.py", 223, "from_vllm_config", "return cls("),
