@@ -66,18 +66,25 @@ def fail(lines):
 
 # ---------------------------------------------------------------- NCCL log parsing (pure)
 
-# NCCL's log line: `host:pid:tid [cudaDev] NCCL INFO msg` and
-# `host:pid:tid [cudaDev] file.cc:line (func) NCCL WARN msg` (src/debug.cc, ncclDebugLogV).
+# NCCL sources cited below are NVIDIA/nccl at tag v2.28.9-1 (the version of the real runs in
+# tests/fixtures/nccl/, whose lines these patterns were checked against).
+# NCCL's log line: `host:pid:tid [cudaDev] NCCL INFO msg` and, with a timestamp by default,
+# `[2026-11-30 21:39:41] host:pid:tid [cudaDev] file.cc:line NCCL WARN msg` (src/debug.cc).
 _NCCL_LINE = re.compile(r"NCCL (INFO|WARN) (.*)$")
-# Channel lines: src/transport/p2p.cc (`Channel %02d/%01d : %d[%d] -> %d[%d] via P2P/...`),
-# src/transport/shm.cc (`Channel %02d : ... via SHM/direct`), src/transport/net.cc
-# (`Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d...`, `[receive]` likewise).
+# Channel lines: src/transport/p2p.cc:393 (`Channel %02d/%01d : %d[%d] -> %d[%d] via P2P/%s%s%s`),
+# src/transport/shm.cc (`Channel %02d : ... via SHM/direct`), src/transport/net.cc:313/359
+# (`Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s`, `[receive]` likewise).
+# The ring lines `Channel 00/24 : 0 1` (src/graph/rings.cc) have no `->` and do not match.
 _CHANNEL = re.compile(r"^Channel ([0-9]+)(?:/([0-9]+))? : ([0-9]+)\[([0-9]+)\] -> ([0-9]+)\[([0-9]+)\]"
                       r"(?: \[(send|receive)\])? via (.+)$")
-# `Using network %s` (src/init.cc): the network plugin NCCL chose, `IB` or `Socket` built in.
+# `Using network %s` (src/init.cc:428): the network plugin NCCL chose, `IB` or `Socket` built in.
+# It is printed on one host too, where the channels may all be P2P (tests/fixtures/nccl/p2p.nccl.log).
 _USING_NETWORK = re.compile(r"^Using network (.+)$")
 # `NCCL version 2.28.9+cuda13.0` (src/init.cc, VERSION_STRING / showVersion).
 _VERSION = re.compile(r"^NCCL version ([0-9][^ ]*)")
+# `Failed to initialize NET plugin IB`, `Initialized NET plugin Socket`, `Assigned NET plugin Socket
+# to comm` (src/plugin/net.cc:187/225/244).
+_NET_PLUGIN = re.compile(r"^(Failed to initialize|Initialized|Assigned) NET plugin ([^ ]+)")
 
 
 def transport_class(via):
@@ -99,8 +106,8 @@ def summarise_transport(classes):
 def parse_nccl_log(text):
     """Facts from NCCL_DEBUG=INFO output. Lines are kept as printed (stripped), to be quoted."""
     facts = {"version": None, "network": None, "usingNetworkLine": None, "ibNoDevice": None, "ibLines": [],
-             "socketLines": [], "channels": [], "transports": {}, "transportClasses": {}, "transport": None,
-             "warnings": [], "bootstrapError": None}
+             "ibHcaLine": None, "ibPluginFailed": None, "socketLines": [], "channels": [], "transports": {},
+             "transportClasses": {}, "transport": None, "warnings": [], "bootstrapError": None}
     for raw in text.splitlines():
         m = _NCCL_LINE.search(raw)
         if not m:
@@ -109,7 +116,8 @@ def parse_nccl_log(text):
         line = raw.strip()
         if level == "WARN":
             facts["warnings"].append(line)
-            # src/bootstrap.cc: `Bootstrap : no socket interface found`,
+            # src/bootstrap.cc:114 `Bootstrap : no socket interface found` (NCCL_SOCKET_IFNAME matches
+            # nothing; tests/fixtures/nccl/iface-missing.nccl.log), and
             # `NET/Socket : No usable listening interface found` (NCCL_COMM_ID given).
             if facts["bootstrapError"] is None and (msg.startswith("Bootstrap") or
                                                     "No usable listening interface" in msg):
@@ -124,9 +132,17 @@ def parse_nccl_log(text):
             facts["network"] = u.group(1)
             facts["usingNetworkLine"] = facts["usingNetworkLine"] or line
             continue
+        p = _NET_PLUGIN.match(msg)
+        if p:
+            if p.group(1) == "Failed to initialize" and p.group(2) == "IB" and not facts["ibPluginFailed"]:
+                facts["ibPluginFailed"] = line
+            continue
+        if msg.startswith("NCCL_IB_HCA set to"):  # src/transport/net_ib.cc:702
+            facts["ibHcaLine"] = facts["ibHcaLine"] or line
+            continue
         if msg.startswith("NET/IB"):
             facts["ibLines"].append(line)
-            # src/transport/net_ib/init.cc: `NET/IB : No device found.`
+            # src/transport/net_ib.cc:826: `NET/IB : No device found.`
             if msg.startswith("NET/IB : No device found") and not facts["ibNoDevice"]:
                 facts["ibNoDevice"] = line
             continue
@@ -205,6 +221,14 @@ def configured_hcas(env, explicit=None):
     return [h.split(":")[0] for h in value.lstrip("=").split(",") if h.strip()]
 
 
+def key_lines(facts):
+    """NCCL's own lines that say which network it chose and why, in log order of importance."""
+    ib = [facts["ibNoDevice"]] if facts["ibNoDevice"] else [
+        l for l in facts["ibLines"] if not re.search(r"NET/IB : Using", l)]
+    lines = [facts["ibHcaLine"]] + ib + [facts["ibPluginFailed"], facts["usingNetworkLine"]]
+    return [l for l in lines if l]
+
+
 def used_sockets(facts):
     return facts["network"] == "Socket" or any(c.startswith("NET/Socket") for c in facts["transportClasses"])
 
@@ -215,9 +239,7 @@ def socket_fallback_problem(facts, hcas, env, host):
         return None
     lines = ["%s: NCCL used TCP sockets although HCAs are configured (NCCL_IB_HCA=%s): tensor parallelism over "
              "sockets runs many times slower than RoCE" % (host, env.get("NCCL_IB_HCA") or ",".join(hcas))]
-    quoted = list(facts["ibLines"])
-    if facts["usingNetworkLine"]:
-        quoted.append(facts["usingNetworkLine"])
+    quoted = key_lines(facts)
     first_socket = next((c["line"] for c in facts["channels"] if c["transport"] == "NET/Socket"), None)
     if first_socket:
         quoted.append(first_socket)
@@ -238,8 +260,11 @@ def failure_lines(facts, child_output, cfg, timed_out):
     where = "rank %d of %d, master %s:%s" % (cfg["rank"], cfg["worldSize"], cfg.get("masterAddr") or "(env)",
                                              cfg.get("masterPort") or "(env)")
     lines = []
+    exc = [l.strip() for l in child_output.splitlines()
+           if re.match(r"^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception)(\([A-Za-z0-9_.]*\))?: .", l.strip())]
     if facts["bootstrapError"]:
-        lines.append("%s: NCCL could not bootstrap the all-reduce (%s): %s" % (host, where, facts["bootstrapError"]))
+        lines += ["%s: NCCL could not bootstrap the all-reduce (%s)" % (host, where), "NCCL said:",
+                  "  " + facts["bootstrapError"]]
         iface = cfg["env"].get("NCCL_SOCKET_IFNAME")
         if "no socket interface found" in facts["bootstrapError"] and iface:
             lines.append("fix: NCCL_SOCKET_IFNAME=%s matches no interface with an address in the container on %s: set "
@@ -253,13 +278,18 @@ def failure_lines(facts, child_output, cfg, timed_out):
                                                                      cfg.get("masterAddr"), cfg.get("masterPort")))
         lines.append("fix: every host must run the check with the same masterAddr/masterPort; check the fabric "
                      "addresses, routes and firewalls (ping the master's fabric address from %s)" % host)
+    elif any("retrieving ncclUniqueId" in e for e in exc):
+        # torch's ProcessGroupNCCL::broadcastUniqueNCCLID: rank 0 makes NCCL's unique id and
+        # shares it through the c10d store; it died or never got that far
+        # (tests/fixtures/nccl/iface-missing-rank1.err).
+        lines.append("%s: rank 0 (on the master, %s:%s) failed before it shared NCCL's unique id (%s): its own "
+                     "fabric check says why" % (host, cfg.get("masterAddr"), cfg.get("masterPort"), where))
     else:
         lines.append("%s: the all-reduce failed (%s)" % (host, where))
-    for w in facts["warnings"][:6]:
-        if w != facts["bootstrapError"]:
-            lines.append("NCCL: " + w)
-    exc = [l.strip() for l in child_output.splitlines()
-           if re.match(r"^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception)(\([A-Za-z0-9_.]*\))?: .", l.strip())]
+    warnings = [w for w in facts["warnings"] if w != facts["bootstrapError"]][:6]
+    if warnings:
+        lines.append("NCCL said:")
+        lines += ["  " + w for w in warnings]
     if exc:
         lines.append("exception: " + exc[-1][:500])
     return lines
@@ -448,7 +478,7 @@ def fabric_check(args, env=None):
     for key in ("version",):
         if facts[key]:
             say("fabric: NCCL version %s" % facts[key])
-    for line in facts["ibLines"] + ([facts["usingNetworkLine"]] if facts["usingNetworkLine"] else []):
+    for line in key_lines(facts):
         say("fabric: NCCL: " + line)
     if facts["transportClasses"]:
         say("fabric: channels: " + ", ".join("%s x%d" % kv for kv in sorted(facts["transports"].items())))
@@ -477,7 +507,7 @@ def fabric_check(args, env=None):
         "results": results, "linkGbps": cfg["linkGbps"], "hcas": cfg["hcas"], "warnings": warnings,
         "ncclVersion": facts["version"] or measured.get("torchNcclVersion"),
         "torchVersion": measured.get("torchVersion"), "cudaVersion": measured.get("cudaVersion"),
-        "ncclLines": facts["ibLines"] + ([facts["usingNetworkLine"]] if facts["usingNetworkLine"] else []),
+        "ncclLines": key_lines(facts),
         "env": cfg["env"], "seconds": round(time.time() - started, 1), "log": nccl_log,
     }, sort_keys=True))
 

@@ -1,0 +1,212 @@
+"""Pure parts of spark_vllm/fabric.py over the real NCCL logs in tests/fixtures/nccl/.
+
+Run from the repository root:
+  python3 -m unittest discover -s components/remote/tests -t components/remote
+fabric.py is loaded by path, so this needs neither torch nor the package layout.
+"""
+import importlib.util
+import json
+import os
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "nccl")
+
+_spec = importlib.util.spec_from_file_location("spark_vllm_fabric_under_test",
+                                               os.path.join(HERE, "..", "spark_vllm", "fabric.py"))
+fabric = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fabric)
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return f.read()
+
+
+def last_json(name):
+    return json.loads(fixture(name).strip().splitlines()[-1])
+
+
+HCAS = {"NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1"}
+
+
+class ParseRealLogs(unittest.TestCase):
+    def test_p2p_run(self):
+        facts = fabric.parse_nccl_log(fixture("p2p.nccl.log"))
+        self.assertEqual(facts["version"], "2.28.9+cuda13.0")
+        self.assertEqual(facts["transport"], "P2P")
+        self.assertEqual(facts["transports"], {"P2P/CUMEM": 24})
+        # NCCL names its network even when every channel is P2P on one host.
+        self.assertEqual(facts["network"], "Socket")
+        self.assertEqual(facts["ibNoDevice"], "vm:641:641 [0] NCCL INFO NET/IB : No device found.")
+        self.assertEqual(facts["warnings"], [])
+        self.assertIsNone(facts["bootstrapError"])
+
+    def test_socket_runs(self):
+        for name in ("socket.nccl.log", "socket-lo.nccl.log", "hca-missing-net.nccl.log"):
+            facts = fabric.parse_nccl_log(fixture(name))
+            self.assertEqual(facts["transport"], "NET/Socket", name)
+            self.assertEqual(facts["transports"], {"NET/Socket/0": 4}, name)
+            directions = sorted(c["direction"] for c in facts["channels"])
+            self.assertEqual(directions, ["receive", "receive", "send", "send"], name)
+        lo = fabric.parse_nccl_log(fixture("socket-lo.nccl.log"))
+        self.assertIn("NET/Socket : Using [0]lo:127.0.0.1<0>", " ".join(lo["socketLines"]))
+
+    def test_hca_missing(self):
+        facts = fabric.parse_nccl_log(fixture("hca-missing.nccl.log"))
+        self.assertEqual(facts["ibHcaLine"], "vm:941:941 [0] NCCL INFO NCCL_IB_HCA set to rocep1s0f1,roceP2p1s0f1")
+        self.assertEqual(facts["ibPluginFailed"], "vm:941:941 [0] NCCL INFO Failed to initialize NET plugin IB")
+        self.assertEqual(fabric.key_lines(facts), [
+            "vm:941:941 [0] NCCL INFO NCCL_IB_HCA set to rocep1s0f1,roceP2p1s0f1",
+            "vm:941:941 [0] NCCL INFO NET/IB : No device found.",
+            "vm:941:941 [0] NCCL INFO Failed to initialize NET plugin IB",
+            "vm:941:941 [0] NCCL INFO Using network Socket",
+        ])
+
+    def test_bootstrap_failure(self):
+        facts = fabric.parse_nccl_log(fixture("iface-missing.nccl.log"))
+        self.assertEqual(facts["bootstrapError"],
+                         "[2026-11-30 21:39:41] vm:1140:1140 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found")
+        self.assertIsNone(facts["transport"])
+        self.assertEqual(facts["channels"], [])
+
+    def test_transport_class(self):
+        self.assertEqual(fabric.transport_class("NET/IB/0/GDRDMA"), "NET/IB")
+        self.assertEqual(fabric.transport_class("NET/Socket/1"), "NET/Socket")
+        self.assertEqual(fabric.transport_class("P2P/CUMEM"), "P2P")
+        self.assertEqual(fabric.transport_class("SHM/direct/direct"), "SHM")
+        self.assertEqual(fabric.summarise_transport({"P2P": 2, "NET/IB": 2}), "NET/IB+P2P")
+        self.assertIsNone(fabric.summarise_transport({}))
+
+
+class Policy(unittest.TestCase):
+    def test_fallback_fails_when_hcas_configured(self):
+        for name in ("hca-missing.nccl.log", "hca-missing-net.nccl.log"):
+            facts = fabric.parse_nccl_log(fixture(name))
+            lines = fabric.socket_fallback_problem(facts, fabric.configured_hcas(HCAS), HCAS, "spark-b")
+            text = "\n".join(lines)
+            self.assertTrue(lines[0].startswith("spark-b: NCCL used TCP sockets although HCAs are configured"))
+            self.assertIn("NCCL INFO NET/IB : No device found.", text)
+            self.assertIn("NCCL INFO Using network Socket", text)
+            self.assertIn("rocep1s0f1, roceP2p1s0f1", text)
+        net = fabric.socket_fallback_problem(fabric.parse_nccl_log(fixture("hca-missing-net.nccl.log")),
+                                             ["rocep1s0f1"], HCAS, "spark-b")
+        self.assertIn("[receive] via NET/Socket/0", "\n".join(net))
+
+    def test_no_failure_without_hcas_or_with_ib(self):
+        facts = fabric.parse_nccl_log(fixture("socket.nccl.log"))
+        self.assertIsNone(fabric.socket_fallback_problem(facts, [], {}, "spark-a"))
+        ib = {"network": "IB", "transportClasses": {"NET/IB": 4}}
+        self.assertIsNone(fabric.socket_fallback_problem(ib, ["rocep1s0f1"], HCAS, "spark-a"))
+
+    def test_ib_disable_named(self):
+        facts = fabric.parse_nccl_log(fixture("hca-missing-net.nccl.log"))
+        env = dict(HCAS, NCCL_IB_DISABLE="1")
+        self.assertIn("NCCL_IB_DISABLE=1", "\n".join(fabric.socket_fallback_problem(facts, ["x"], env, "h")))
+
+    def test_configured_hcas(self):
+        self.assertEqual(fabric.configured_hcas(HCAS), ["rocep1s0f1", "roceP2p1s0f1"])
+        self.assertEqual(fabric.configured_hcas({"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1"}), ["mlx5_0", "mlx5_1"])
+        self.assertEqual(fabric.configured_hcas({"NCCL_IB_HCA": "^mlx5_1"}), [])
+        self.assertEqual(fabric.configured_hcas({}), [])
+        self.assertEqual(fabric.configured_hcas(HCAS, []), [])
+
+    def test_bootstrap_failure_lines(self):
+        cfg = {"host": "spark-a", "rank": 0, "worldSize": 2, "masterAddr": "192.168.100.10", "masterPort": 29551,
+               "timeoutSeconds": 30, "env": {"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}}
+        facts = fabric.parse_nccl_log(fixture("iface-missing.nccl.log"))
+        lines = fabric.failure_lines(facts, fixture("iface-missing.rank.log"), cfg, False)
+        text = "\n".join(lines)
+        self.assertIn("NCCL WARN Bootstrap : no socket interface found", text)
+        self.assertIn("NCCL_SOCKET_IFNAME=enp1s0f1np1 matches no interface", text)
+        self.assertIn("exception: torch.distributed.DistBackendError: NCCL error in:", text)
+
+    def test_peer_of_failed_master(self):
+        cfg = {"host": "spark-b", "rank": 1, "worldSize": 2, "masterAddr": "192.168.100.10", "masterPort": 29551,
+               "timeoutSeconds": 30, "env": {}}
+        facts = fabric.parse_nccl_log("")
+        lines = fabric.failure_lines(facts, fixture("iface-missing-rank1.rank.log"), cfg, False)
+        self.assertIn("rank 0 (on the master, 192.168.100.10:29551) failed before it shared NCCL's unique id", lines[0])
+
+    def test_timeout_lines(self):
+        cfg = {"host": "spark-b", "rank": 1, "worldSize": 2, "masterAddr": "192.168.100.10", "masterPort": 29551,
+               "timeoutSeconds": 30, "env": {}}
+        lines = fabric.failure_lines(fabric.parse_nccl_log(""), "", cfg, True)
+        self.assertIn("did not finish within 30 s", lines[0])
+
+
+class Bandwidth(unittest.TestCase):
+    def test_formula(self):
+        # nccl-tests doc/PERFORMANCE.md: busbw = algbw * 2(n-1)/n for AllReduce.
+        algbw, busbw = fabric.bus_bandwidth(1e9, 1.0, 2)
+        self.assertEqual((algbw, busbw), (1.0, 1.0))
+        self.assertAlmostEqual(fabric.bus_bandwidth(1e9, 1.0, 4)[1], 1.5)
+        self.assertEqual(fabric.bus_bandwidth(1, 0, 2), (None, None))
+
+    def test_real_results(self):
+        p2p = last_json("p2p.out")
+        self.assertEqual(p2p["transport"], "P2P")
+        self.assertEqual(p2p["ncclVersion"], "2.28.9+cuda13.0")
+        self.assertEqual(p2p["torchVersion"], "2.11.0+cu130")
+        self.assertEqual(set(p2p["busbwGBps"]), {"1MiB", "16MiB", "256MiB"})
+        for r in p2p["results"]:
+            _, busbw = fabric.bus_bandwidth(r["bytes"], r["timeUs"] / 1e6, 2)
+            self.assertAlmostEqual(busbw, r["busbwGBps"], delta=r["busbwGBps"] * 0.01)
+        sock = last_json("socket.out")
+        self.assertEqual(sock["transport"], "NET/Socket")
+        # NVLink vs sockets on the same two GPUs: two orders of magnitude.
+        self.assertGreater(p2p["busbwGBps"]["256MiB"], 50 * sock["busbwGBps"]["256MiB"])
+
+    def test_warning(self):
+        sock = last_json("socket.out")["results"]
+        warn = fabric.bandwidth_warning(sock, 200, 0.25, "spark-a")
+        self.assertIn("spark-a: all-reduce bus bandwidth 4.20 GB/s at 256MiB is below 25% of the fabric link's line "
+                      "rate (200 Gb/s = 25.0 GB/s)", warn)
+        self.assertIsNone(fabric.bandwidth_warning(last_json("p2p.out")["results"], 200, 0.25, "spark-a"))
+        self.assertIsNone(fabric.bandwidth_warning(sock, None, 0.25, "spark-a"))
+
+    def test_size_label(self):
+        self.assertEqual([fabric.size_label(n) for n in (1 << 20, 256 << 20, 1 << 30, 4096, 100)],
+                         ["1MiB", "256MiB", "1GiB", "4KiB", "100B"])
+
+    def test_link_from_sysfs(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "enp1s0f1np1"))
+            with open(os.path.join(root, "enp1s0f1np1", "speed"), "w") as f:
+                f.write("200000\n")
+            os.makedirs(os.path.join(root, "veth0"))
+            with open(os.path.join(root, "veth0", "speed"), "w") as f:
+                f.write("-1\n")
+            self.assertEqual(fabric.link_gbps_from_sysfs("enp1s0f1np1", root), 200.0)
+            self.assertIsNone(fabric.link_gbps_from_sysfs("veth0", root))
+            self.assertIsNone(fabric.link_gbps_from_sysfs("nope", root))
+            self.assertIsNone(fabric.link_gbps_from_sysfs("", root))
+
+
+class Arguments(unittest.TestCase):
+    def test_explicit(self):
+        cfg, problems = fabric.resolve({"rank": 1, "worldSize": 2, "masterAddr": "192.168.100.10",
+                                        "masterPort": 29551, "linkGbps": 200}, dict(HCAS, NCCL_SOCKET_IFNAME="enp1s0f1np1"))
+        self.assertEqual(problems, [])
+        self.assertEqual(cfg["initMethod"], "tcp://192.168.100.10:29551")
+        self.assertEqual(cfg["hcas"], ["rocep1s0f1", "roceP2p1s0f1"])
+        self.assertEqual(cfg["env"], dict(HCAS, NCCL_SOCKET_IFNAME="enp1s0f1np1"))
+        self.assertEqual(cfg["sizes"], fabric.DEFAULT_SIZES)
+
+    def test_torchrun_env(self):
+        env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+        cfg, problems = fabric.resolve({}, env)
+        self.assertEqual(problems, [])
+        self.assertEqual((cfg["rank"], cfg["worldSize"], cfg["device"], cfg["initMethod"]), (1, 2, 1, "env://"))
+
+    def test_problems(self):
+        _, problems = fabric.resolve({}, {})
+        self.assertEqual(len(problems), 2)
+        _, problems = fabric.resolve({"rank": 2, "worldSize": 2, "masterAddr": "a", "masterPort": 1, "sizes": [6]}, {})
+        self.assertEqual(len(problems), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
