@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { CatalogModel, findModel } from "../../components/catalog";
-import { GiB, kvBytesPerToken, planMemory, renderMemoryPlan } from "../../components/memory";
+import { GiB, kvBytesPerToken, kvCacheDtypeFlag, planMemory, renderMemoryPlan, resolveKvCacheDtype, totalMemoryFor, vllmStartupMemoryCheck } from "../../components/memory";
 
 const twoSparks = (tp: number, pp: number, gpuMemoryUtilization: number, maxModelLen?: number) => ({
     hosts: [{ name: "spark-a", gpus: 1 }, { name: "spark-b", gpus: 1 }],
@@ -90,4 +90,55 @@ test("renderMemoryPlan prints one row per rank and the verdicts", () => {
     assert.match(lines[3], /^1\s+spark-b\s+1\s+0\s+55\.41/);
     assert.match(text, /weights fit; max-model-len 32768 fits \(KV capacity 3846771 tokens\)/);
     assert.match(text, /host headroom 18\.25 GiB per host/);
+});
+
+test("--kv-cache-dtype fp8 in extraArgs halves the KV bytes per token and doubles the tokens", () => {
+    const qwen = findModel("Qwen/Qwen3.5-122B-A10B-FP8")!;
+    const base = twoSparks(2, 1, 0.85, 32768);
+    const bf16 = planMemory(base, qwen);
+    const fp8 = planMemory({ ...base, vllm: { ...base.vllm, extraArgs: ["--kv-cache-dtype", "fp8"] } }, qwen);
+    if (bf16.kind !== "plan" || fp8.kind !== "plan") return assert.fail();
+    assert.equal(bf16.rows[0].kvBytesPerToken, 12288);
+    assert.equal(fp8.rows[0].kvBytesPerToken, 6144); // 2 × 12 × 1 × 256 × 1 byte
+    assert.equal(fp8.kvTokens, Math.floor((fp8.rows[0].kvBudgetGiB * GiB) / 6144));
+    assert.ok(fp8.kvTokens >= 2 * bf16.kvTokens - 1);
+    assert.deepEqual(bf16.kvCacheDtype, { dtype: "bf16", bytesPerElement: 2, source: "model" });
+    assert.deepEqual(fp8.kvCacheDtype, { dtype: "fp8", bytesPerElement: 1, source: "--kv-cache-dtype" });
+    assert.match(renderMemoryPlan(fp8), /KV cache dtype: fp8 \(1 byte per element, --kv-cache-dtype in extraArgs\)/);
+    assert.match(renderMemoryPlan(bf16), /KV cache dtype: bf16 \(2 bytes per element, the model's default\)/);
+});
+
+test("kvCacheDtypeFlag reads both spellings, the last wins; auto keeps the model's dtype", () => {
+    assert.equal(kvCacheDtypeFlag(["--kv-cache-dtype=fp8_e5m2"]), "fp8_e5m2");
+    assert.equal(kvCacheDtypeFlag(["--kv-cache-dtype", "fp8", "--enforce-eager", "--kv-cache-dtype", "auto"]), "auto");
+    assert.equal(kvCacheDtypeFlag(["--max-num-seqs", "8"]), undefined);
+    assert.equal(kvCacheDtypeFlag(undefined), undefined);
+    assert.equal(resolveKvCacheDtype({ kvDtype: "bf16" }, ["--kv-cache-dtype", "auto"]).source, "model");
+    assert.equal(resolveKvCacheDtype({ kvDtype: "bf16" }, ["--kv-cache-dtype", "fp8_e4m3"]).bytesPerElement, 1);
+    assert.equal(resolveKvCacheDtype({ kvDtype: "fp8" }, ["--kv-cache-dtype", "bfloat16"]).bytesPerElement, 2);
+});
+
+test("the plan says which total-memory figure it assumed: GB10 default, configured, or measured", () => {
+    assert.equal(totalMemoryFor().source, "gb10-default");
+    assert.match(totalMemoryFor().note, /121\.69 GiB per GPU, what CUDA reports as total on a DGX Spark \(GB10\); not measured/);
+    assert.deepEqual([totalMemoryFor({ usableGiB: 121.69 }).source, totalMemoryFor({ usableGiB: 100 }).source], ["gb10-default", "configured"]);
+    const measured = planMemory(twoSparks(2, 1, 0.85, 32768), findModel("Qwen/Qwen3.5-122B-A10B-FP8"), { measuredTotalGiB: 119.7, usableGiB: 100 });
+    if (measured.kind !== "plan") return assert.fail();
+    assert.equal(measured.totalMemory.source, "measured");
+    close(measured.rows[0].vllmShareGiB, 119.7 * 0.85);
+    assert.equal(measured.options.usableGiB, 119.7);
+    assert.match(renderMemoryPlan(measured), /memory assumed: 119\.70 GiB per GPU, measured on the hosts/);
+});
+
+test("vLLM's start-up check: free < ceil(total × utilization) refuses with vLLM's own message", () => {
+    // a public Spark log: "Free memory on device cuda:0 (104.5/121.69 GiB) on startup is less than desired GPU memory utilization (0.92, 111.95 GiB)."
+    const r = vllmStartupMemoryCheck(104.5, 121.69, 0.92);
+    assert.equal(r.ok, false);
+    assert.equal(r.message, "ValueError: Free memory on device cuda:0 (104.50/121.69 GiB) on startup is less than desired GPU memory " +
+        "utilization (0.92, 111.95 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.");
+    assert.equal(r.maxUtilization, 0.85);
+    const ok = vllmStartupMemoryCheck(110, 121.69, 0.85);
+    assert.equal(ok.ok, true);
+    assert.equal(ok.message, undefined);
+    close(ok.requestedGiB, 103.4365, 1e-6);
 });
