@@ -1,0 +1,44 @@
+# spark-vllm's helper program on each host: one subcommand per call,
+#
+#   python3 spark_vllm_tools.py SUBCOMMAND 'JSON ARGS'
+#
+#   preflight        host facts (arch, GPU, Docker, fabric, HCAs, disk, memory); fails per problem
+#   image-transfer   on the head: copy the image to one worker over the fabric
+#   weights          put the model's weights in place (present, download, copy) and list them
+#   serve-weights    on the head: serve its snapshot to the workers' copies
+#   compat           the image's vLLM and transformers against the model's config.json
+#   ray-probe        wait until every node and GPU has joined the Ray head
+#   endpoint-probe   wait for vLLM to answer; on failure, the root cause from the whole log
+#
+# Every subcommand prints progress lines, then one JSON object as its last stdout line
+# on success; on failure it prints what is wrong and how to fix it on stderr, exit 1.
+import json
+import sys
+
+from spark_vllm.common import fail
+from spark_vllm.compat import compat
+from spark_vllm.images import image_transfer
+from spark_vllm.preflight import preflight
+from spark_vllm.probes import endpoint_probe, ray_probe
+from spark_vllm.weights import serve_weights, weights
+
+# The usage line lists these in this order; the header above lists each (a test checks both).
+COMMANDS = {
+    "preflight": preflight,
+    "image-transfer": image_transfer,
+    "weights": weights,
+    "serve-weights": serve_weights,
+    "compat": compat,
+    "ray-probe": ray_probe,
+    "endpoint-probe": endpoint_probe,
+}
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in COMMANDS:
+        fail(["usage: spark_vllm_tools.py %s 'JSON'" % "|".join(COMMANDS)])
+    COMMANDS[argv[1]](json.loads(argv[2]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

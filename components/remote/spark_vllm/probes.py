@@ -1,0 +1,167 @@
+# ray-probe (every node and GPU joined the head) and endpoint-probe (vLLM answers, or why it died).
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from spark_vllm.common import PROGRESS_EVERY, fail, read_file, say
+from spark_vllm.diagnosis import context_around, diagnose, normalise_log
+
+
+def ray_probe(args):
+    import ray
+    started = time.time()
+    deadline = started + args["timeoutSeconds"]
+    next_progress = started + PROGRESS_EVERY
+    ray.init(address=args["address"], logging_level="ERROR")
+    try:
+        while True:
+            alive = [n for n in ray.nodes() if n.get("Alive")]
+            ips = {n.get("NodeManagerAddress") for n in alive}
+            gpus = sum(float((n.get("Resources") or {}).get("GPU", 0)) for n in alive)
+            missing = [n for n in args["nodes"] if n["address"] not in ips]
+            expected = {n["address"] for n in args["nodes"]}
+            if not missing and gpus >= args["gpus"]:
+                say(json.dumps({"nodes": len(alive), "gpus": gpus, "seconds": round(time.time() - started, 1)}))
+                return
+            now = time.time()
+            if now >= deadline:
+                fail(["Ray cluster incomplete after %d s: %d of %d nodes, %g of %d GPUs joined the head at %s."
+                      % (args["timeoutSeconds"], len(args["nodes"]) - len(missing), len(args["nodes"]), gpus,
+                         args["gpus"], args["address"])]
+                     + ["  %s (%s) did not join: see the output of its Ray worker launch; check the fabric link "
+                        "and that port %s on the head is reachable from it"
+                        % (n["name"], n["address"], args["address"].rsplit(":", 1)[1]) for n in missing]
+                     + ["  a node joined from %s (%g GPU), which is no host's fabric address: a worker on the wrong "
+                        "interface? check spark-vllm:hosts[].fabric.address and VLLM_HOST_IP in its container"
+                        % (n.get("NodeManagerAddress"), float((n.get("Resources") or {}).get("GPU", 0)))
+                        for n in alive if n.get("NodeManagerAddress") not in expected])
+            if now >= next_progress:
+                say("waiting for Ray nodes: %d/%d joined, %g/%d GPUs, %d s; missing %s"
+                    % (len(args["nodes"]) - len(missing), len(args["nodes"]), gpus, args["gpus"], now - started,
+                       ", ".join("%s (%s)" % (n["name"], n["address"]) for n in missing) or "GPUs only"))
+                next_progress = now + PROGRESS_EVERY
+            time.sleep(args["intervalSeconds"])
+    finally:
+        ray.shutdown()
+
+
+PROGRESS_PATTERNS = [
+    r"Loading safetensors checkpoint shards:.*",
+    r"Loading weights took .*",
+    r"Model loading took .*",
+    r"Available KV cache memory: .*",
+    r"GPU KV cache size: .*",
+    r"Maximum concurrency for .*",
+    r"Capturing CUDA graphs.*",
+    r"Graph capturing finished .*",
+    r"Starting vLLM API server .*",
+]
+
+
+def read_log(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def last_progress(log):
+    found = None
+    for line in normalise_log(log):
+        for pattern in PROGRESS_PATTERNS:
+            m = re.search(pattern, line)
+            if m:
+                found = m.group(0)[:160]
+    return found
+
+
+def stat_state(stat):
+    """The state letter of a /proc/PID/stat line (the command name in parentheses may hold spaces and ')')."""
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def process_state(pid_file, proc="/proc"):
+    pid = read_file(pid_file)
+    if not pid or not pid.isdigit():
+        return None, "no pid file"
+    stat = read_file("%s/%s/stat" % (proc, pid))
+    if stat is None:
+        return int(pid), "exited"
+    return int(pid), "exited" if stat_state(stat) in ("Z", "X") else "running"
+
+
+def http(method, url, key=None, body=None, timeout=5):
+    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+    req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as e:
+        return None, str(e)
+
+
+def failure_report(args, headline, log):
+    where = "%s:%s" % (args["host"], args["log"])
+    found = diagnose(log) if log else None
+    lines = [headline]
+    if found:
+        lines += ["kind: " + found["kind"], "root cause: " + found["line"], "hint: " + found["hint"],
+                  "full log: " + where, "context:"]
+        lines += ["  " + l for l in context_around(log, found["line"])]
+    else:
+        tail = [l for l in normalise_log(log) if l.strip()][-15:]
+        lines += ["no known root cause found in the log; full log: " + where, "last lines:"] + ["  " + l for l in tail]
+    return lines
+
+
+def endpoint_probe(args):
+    key = sys.stdin.readline().strip()
+    base = "http://127.0.0.1:%d" % args["port"]
+    started = time.time()
+    deadline = started + args["timeoutSeconds"]
+    next_progress = started + PROGRESS_EVERY
+    while True:
+        status, _ = http("GET", base + "/health", timeout=2)
+        if status == 200:
+            break
+        pid, state = process_state(args["pidFile"])
+        if state != "running":
+            # Let the last lines of a dying process reach the log.
+            time.sleep(0.2)
+            fail(failure_report(args, "vllm serve on %s exited %d s after the probe started (pid %s)"
+                                % (args["host"], time.time() - started, pid), read_log(args["log"])))
+        now = time.time()
+        if now >= deadline:
+            fail(failure_report(args, "vllm serve on %s did not become healthy within %d s (still running: hung or "
+                                "too slow; raise spark-vllm:probes.endpointTimeoutSeconds if it was still making progress)"
+                                % (args["host"], args["timeoutSeconds"]), read_log(args["log"])))
+        if now >= next_progress:
+            say("waiting for vLLM /health on %s:%d, %d s; last progress: %s"
+                % (args["host"], args["port"], now - started, last_progress(read_log(args["log"])) or "none yet"))
+            next_progress = now + PROGRESS_EVERY
+        time.sleep(args["intervalSeconds"])
+    ready = round(time.time() - started, 1)
+    status, body = http("GET", base + "/v1/models", key)
+    if status != 200:
+        fail(["/v1/models answered %s with the API key: %s" % (status, body[:300])])
+    names = [m.get("id") for m in json.loads(body).get("data", [])]
+    if args["servedName"] not in names:
+        fail(["/v1/models lists %s, not %s: check spark-vllm:model.servedName" % (names, args["servedName"])])
+    status, body = http("POST", base + "/v1/completions", key,
+                        {"model": args["servedName"], "prompt": "ping", "max_tokens": 1}, timeout=60)
+    if status != 200:
+        fail(["a one-token completion failed with %s: %s" % (status, body[:300])])
+    _, version = http("GET", base + "/version")
+    try:
+        version = json.loads(version).get("version")
+    except ValueError:
+        version = None
+    say(json.dumps({"secondsToReady": ready, "vllmVersion": version, "model": args["servedName"]}, sort_keys=True))

@@ -1,0 +1,21 @@
+# A tiny Hugging Face cache for the tests: blobs, a snapshot of links to them, refs/main.
+import os
+
+
+def make_snapshot(cache, model, revision="abc123", files=None):
+    files = files or {"config.json": b'{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}',
+                      "model-00001-of-00001.safetensors": b"\0" * 3000}
+    repo = os.path.join(cache, "hub", "models--" + model.replace("/", "--"))
+    snap = os.path.join(repo, "snapshots", revision)
+    os.makedirs(os.path.join(repo, "blobs"), exist_ok=True)
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    for name, content in files.items():
+        blob = os.path.join(repo, "blobs", "b-" + name.replace("/", "_"))
+        with open(blob, "wb") as f:
+            f.write(content)
+        link = os.path.join(snap, name)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(os.path.relpath(blob, os.path.dirname(link)), link)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(revision)
+    return snap

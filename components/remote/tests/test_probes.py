@@ -1,0 +1,78 @@
+import os
+import shutil
+import tempfile
+import unittest
+
+from spark_vllm import probes
+from tests import FIXTURE_LOGS
+
+
+class ProcessState(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.proc = os.path.join(self.dir, "proc")
+        self.pid_file = os.path.join(self.dir, "vllm.pid")
+
+    def write(self, path, text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def test_the_state_letter_follows_the_last_parenthesis(self):
+        self.assertEqual(probes.stat_state("456 (vllm) S 1 456"), "S")
+        self.assertEqual(probes.stat_state("456 (a) Z (b)) R 1 456"), "R")
+
+    def test_running_exited_zombie_and_no_pid_file(self):
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (None, "no pid file"))
+        self.write(self.pid_file, "garbage\n")
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (None, "no pid file"))
+        self.write(self.pid_file, "456\n")
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (456, "exited"))
+        self.write(os.path.join(self.proc, "456", "stat"), "456 (python3) S 1 456 456 0 -1\n")
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (456, "running"))
+        for state in ("Z", "X"):
+            self.write(os.path.join(self.proc, "456", "stat"), "456 (python3) %s 1 456\n" % state)
+            self.assertEqual(probes.process_state(self.pid_file, self.proc), (456, "exited"))
+
+    def test_this_process_is_running(self):
+        self.write(self.pid_file, str(os.getpid()))
+        self.assertEqual(probes.process_state(self.pid_file), (os.getpid(), "running"))
+
+
+class Logs(unittest.TestCase):
+    def test_last_progress_is_the_latest_known_step(self):
+        log = ("(APIServer pid=1) INFO 11-29 22:44:49 [loader.py:1] Loading weights took 41.20 seconds\n"
+               "(EngineCore_DP0 pid=3) INFO 11-29 22:45:09 [gpu.py:2] Available KV cache memory: 12.40 GiB\n"
+               "something else\n")
+        self.assertEqual(probes.last_progress(log), "Available KV cache memory: 12.40 GiB")
+        self.assertIsNone(probes.last_progress("nothing here\n"))
+
+    def test_read_log_of_a_missing_file_is_empty(self):
+        self.assertEqual(probes.read_log("/nonexistent/vllm.log"), "")
+
+    def test_failure_report_with_a_diagnosis(self):
+        with open(os.path.join(FIXTURE_LOGS, "port-in-use.log")) as f:
+            log = f.read()
+        lines = probes.failure_report({"host": "spark-a", "log": "/var/tmp/spark-vllm/vllm-serve.log"}, "vllm serve exited", log)
+        self.assertEqual(lines[:3], ["vllm serve exited", "kind: port-in-use", "root cause: OSError: [Errno 98] Address already in use"])
+        self.assertTrue(lines[3].startswith("hint: Another process already listens on the port."))
+        self.assertEqual(lines[4:6], ["full log: spark-a:/var/tmp/spark-vllm/vllm-serve.log", "context:"])
+        self.assertTrue(all(line.startswith("  ") for line in lines[6:]) and 1 < len(lines[6:]) <= 15)
+
+    def test_failure_report_without_one_shows_the_last_fifteen_lines(self):
+        log = "\n".join("step %d" % i for i in range(40)) + "\n\n"
+        lines = probes.failure_report({"host": "spark-a", "log": "/l"}, "timed out", log)
+        self.assertEqual(lines[:3], ["timed out", "no known root cause found in the log; full log: spark-a:/l", "last lines:"])
+        self.assertEqual(lines[3:], ["  step %d" % i for i in range(25, 40)])
+
+
+class Http(unittest.TestCase):
+    def test_a_refused_connection_has_no_status(self):
+        status, text = probes.http("GET", "http://127.0.0.1:1/health", timeout=2)
+        self.assertIsNone(status)
+        self.assertIn("refused", text.lower())
+
+
+if __name__ == "__main__":
+    unittest.main()
