@@ -7,11 +7,11 @@ import path from "node:path";
 import {
     contextAround,
     diagnose,
-    diagnosisPythonSource,
     DIAGNOSIS_CATALOG,
     LOG_SYNTAX,
     normaliseLog,
 } from "../../components/diagnosis";
+import { toolsProgram } from "../../components/toolsProgram";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "logs");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");
@@ -219,25 +219,28 @@ test("hints name the Spark settings to change", () => {
     assert.match(hint("gated-repo"), /licence/);
 });
 
-test("the Python port gives the same answers as TypeScript", () => {
+test("the Python port (in the shipped helper program) gives the same answers as TypeScript", () => {
     const texts = [
         ...readdirSync(FIXTURES).sort().map(fixture),
         ...SAMPLES.map(([, line]) => line),
         "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n",
+        // Longer than any line cap: both sides cut (or keep) it alike.
+        `(EngineCore_DP0 pid=3) ERROR ${"x".repeat(20000)} CUDA out of memory\nRuntimeError: ${"y ".repeat(9000)}\n`,
         "",
     ];
     const dir = mkdtempSync(path.join(tmpdir(), "diagnosis-"));
-    const script = path.join(dir, "check.py");
-    writeFileSync(script, diagnosisPythonSource() + `
-
-import sys
+    const tools = path.join(dir, "spark_vllm_tools.py");
+    writeFileSync(tools, toolsProgram());
+    const check = `
+import json, runpy, sys
+g = runpy.run_path(sys.argv[1], run_name="joined")
 out = []
 for text in json.load(sys.stdin):
-    d = diagnose(text)
-    out.append({"diagnosis": d, "lines": normalise_log(text), "context": context_around(text, d["line"]) if d else None})
+    d = g["diagnose"](text)
+    out.append({"diagnosis": d, "lines": g["normalise_log"](text), "context": g["context_around"](text, d["line"]) if d else None})
 json.dump(out, sys.stdout)
-`);
-    const run = spawnSync("python3", [script], { input: JSON.stringify(texts), encoding: "utf8", maxBuffer: 64 << 20 });
+`;
+    const run = spawnSync("python3", ["-c", check, tools], { input: JSON.stringify(texts), encoding: "utf8", maxBuffer: 64 << 20 });
     assert.equal(run.status, 0, run.stderr);
     const results = JSON.parse(run.stdout) as { diagnosis: unknown; lines: string[]; context: string[] | null }[];
     assert.equal(results.length, texts.length);

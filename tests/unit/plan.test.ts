@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { parseSpec } from "../../components/spec";
-import { planCluster, toolsProgram } from "../../components/plan";
+import { planCluster } from "../../components/plan";
+import { toolsProgram } from "../../components/toolsProgram";
 import { rawConfig } from "../fixtures";
 
 const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
@@ -85,5 +86,6 @@ test("the tools program holds the diagnosis catalog and compiles as Python", asy
     const { execFileSync } = await import("node:child_process");
     const program = toolsProgram();
     assert.match(program, /def diagnose\(/);
+    assert.match(program, /^SPARK_VLLM_DATA = json\.loads\(".*"\)$/m);
     execFileSync("python3", ["-c", "import ast,sys; ast.parse(sys.stdin.read())"], { input: program });
 });
