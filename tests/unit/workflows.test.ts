@@ -20,7 +20,8 @@ test("ci.yml: on push and pull_request, checkout, Node 22, npm ci, npm test; e2e
     const steps = ci.jobs.test.steps;
     assert.ok(uses(steps, "actions/checkout"));
     assert.equal(String(uses(steps, "actions/setup-node")?.with?.["node-version"]), "22");
-    assert.deepEqual(runs(steps).map((r: string) => r.split(" ").slice(0, 2).join(" ")), ["npm ci", "npm test"]);
+    assert.deepEqual(runs(steps).map((r: string) => r.split(" ").slice(0, 2).join(" ")), ["sudo apt-get", "npm ci", "npm test"]);
+    assert.match(runs(steps)[0], /apt-get install .*pyflakes3/, "npm test lints the helper program with pyflakes3");
     assert.ok(runs(ci.jobs.e2e.steps).some((r: string) => /\.ci\/run/.test(r)));
 });
 
