@@ -2,12 +2,12 @@
 // offline. Plans the stack as committed and with the change, and applies the providers' rules:
 // remote.Command is replaced only when its `triggers` change (other inputs update it); docker.RemoteImage
 // and docker.Container are replaced by any input change; a resource whose triggers hold the id of a
-// replaced resource is replaced too (components/resources.ts).
+// replaced resource is replaced too: the wiring is components/resources.ts, the same entries the components build.
 import { isDeepStrictEqual } from "util";
 import { ClusterPlan, planCluster } from "../components/plan";
 import { SpecError, parseSpec } from "../components/spec";
 import { argvLine } from "../components/scripts";
-import { COMMAND, CONTAINER, IMAGE, plannedResources } from "../components/resources";
+import { COMMAND, CONTAINER, GATE, IMAGE, plannedResources } from "../components/resources";
 import { planResources, verdicts } from "../policies/offline";
 import { readStackFile } from "./plan-command";
 
@@ -34,7 +34,8 @@ export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChan
     for (const r of now) {
         const o = old.get(r.name);
         if (!o) { changes.set(r.name, { name: r.name, type: r.type, op: "create", inputs: Object.keys(r.inputs) }); continue; }
-        const inputs = [...new Set([...Object.keys(o.inputs), ...Object.keys(r.inputs)])].filter(k => !isDeepStrictEqual(o.inputs[k], r.inputs[k]));
+        const [oi, ri] = [o.inputs as Record<string, unknown>, r.inputs as Record<string, unknown>];
+        const inputs = [...new Set([...Object.keys(oi), ...Object.keys(ri)])].filter(k => !isDeepStrictEqual(oi[k], ri[k]));
         let op: Op = "same", reason: string | undefined;
         if (o.type !== r.type) op = "replace", reason = `was ${o.type}: deleted, and created as the new type`;
         else if (inputs.length > 0) {
@@ -52,11 +53,15 @@ export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChan
         for (const r of now) {
             const c = changes.get(r.name)!;
             if (c.op === "replace" || c.op === "create") continue;
-            const up = r.replacedWith.find(u => ["replace", "create", "delete"].includes(changes.get(u)?.op ?? "same"));
-            if (up) Object.assign(c, { op: "replace", reason: `follows ${up} (${r.type === CONTAINER ? "its image input" : "in its triggers"})` }), (moved = true);
+            const up = r.replacedBy.find(u => ["replace", "create", "delete"].includes(changes.get(u)?.op ?? "same"));
+            if (!up) continue;
+            const via = changes.get(up)!.type === GATE ? `${up} (${changes.get(up)!.reason})` : up;
+            Object.assign(c, { op: "replace", reason: r.type === GATE ? `follows ${up}` : `follows ${via} (${r.type === CONTAINER ? "its image input" : "in its triggers"})` });
+            moved = true;
         }
     }
-    return [...changes.values()];
+    // Gates are wiring, not resources: they explain a replacement but are not listed.
+    return [...changes.values()].filter(c => c.type !== GATE);
 }
 
 /** `vllm serve` / `ray start` as one flag (with its values) per line, for a readable diff. */

@@ -22,10 +22,3 @@ export function sshConnection(host: HostSpec, privateKey?: pulumi.Input<string>)
 export function sshTarget(host: HostSpec): string {
     return `${host.ssh.user}@${host.ssh.host}:${host.ssh.port}`;
 }
-
-/** A promise with its resolver: lets a resource wait for others created after it. */
-export function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-    let resolve!: (value: T) => void;
-    const promise = new Promise<T>(r => (resolve = r));
-    return { promise, resolve };
-}

@@ -1,11 +1,12 @@
 // spec → plan: every container, environment, command line and probe as plain data.
 // Pure and deterministic: no Pulumi, no clock, no randomness. Components consume it.
-import * as fs from "fs";
-import * as path from "path";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, script, shq, stopByPidFile, withTimeout } from "./scripts";
-import { diagnosisPythonSource } from "./diagnosis";
-import { ARCHITECTURES, findModel } from "./catalog";
+import { findModel } from "./catalog";
+import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
+import { containerName } from "./naming";
+
+export { containerName, toolsProgram };
 
 export type Role = "head" | "worker";
 
@@ -82,19 +83,6 @@ export interface ClusterPlan {
     vllmPidFile: string;
 }
 
-const TOOLS_FILE = "spark_vllm_tools.py";
-
-/** The helper program every host receives: the diagnosis catalog and catalog facts first, then the probes. */
-export function toolsProgram(): string {
-    const tools = fs.readFileSync(path.join(__dirname, "remote", TOOLS_FILE), "utf8");
-    const firstVllm = Object.fromEntries(Object.entries(ARCHITECTURES).map(([arch, s]) => [arch, s.firstVllm]));
-    return `${diagnosisPythonSource()}\n\n# From components/catalog.ts: the first vLLM release per architecture.\nFIRST_VLLM = ${JSON.stringify(firstVllm, null, 1)}\n\n${tools}`;
-}
-
-export function containerName(host: HostSpec): string {
-    return `spark-vllm-${host.name}`;
-}
-
 /** Environment of one host's container: Ray cannot forward it at serve time, so it is set at start. */
 export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, string]> {
     const iface = host.fabric.interface;
@@ -123,7 +111,7 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
 function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): ContainerPlan {
     const sameDir = (p: string) => ({ hostPath: p, containerPath: p });
     return {
-        name: containerName(host),
+        name: containerName(host.name),
         image: spec.image.reference,
         platform: host.platform,
         env: containerEnv(spec, host),
@@ -200,7 +188,7 @@ function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandP
     };
     const seconds = strategy === "present" ? 120 : 4 * 3600;
     return {
-        create: withTimeout(seconds, dockerExec(containerName(host), tools(spec, ["weights", json(args)]), { stdin: !!args.tokenOnStdin })),
+        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["weights", json(args)]), { stdin: !!args.tokenOnStdin })),
         ...(args.tokenOnStdin ? { stdin: "hfToken" as const } : {}),
         timeoutSeconds: seconds,
     };
@@ -215,12 +203,12 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     const args = { host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort };
     const stop = stopByPidFile(pid, 10);
     return {
-        create: withTimeout(60, dockerExecScript(containerName(head), script([
+        create: withTimeout(60, dockerExecScript(containerName(head.name), script([
             ...stop,
             ...detachedLaunch(tools(spec, ["serve-weights", json(args)]), log, pid),
             `echo ${shq(`serving ${spec.model.id} on ${copySource(spec)}, log ${head.name}:${log}`)}`,
         ]))),
-        delete: ifContainerRunning(containerName(head), withTimeout(60, dockerExecScript(containerName(head), script(stop)))),
+        delete: ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop)))),
         timeoutSeconds: 60,
     };
 }
@@ -285,7 +273,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
             rayStartArgv: argv,
-            rayLaunch: rayLaunch(containerName(host), argv),
+            rayLaunch: rayLaunch(containerName(host.name), argv),
         };
     });
     const head = hosts[0];

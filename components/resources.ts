@@ -1,96 +1,195 @@
-// The provider resources the components register for a plan, as plain data, and which resource is
-// replaced along with which (the trigger wiring). Pure. The offline policy verdicts and
-// `spark-vllm diff` read it; tests/unit/diff-cli.test.ts checks it against the real program under mocks.
-import { ClusterPlan, CommandPlan } from "./plan";
+// Every provider resource the program registers, as plain data: its name (from naming.ts), its
+// provider-ready inputs (from the plan) and its wiring (what it waits for, what replaces it). Pure.
+// This is the one place inputs and wiring are decided: the components build their resources from these
+// entries (components/wiring.ts resolves the names), and the offline view (`spark-vllm diff`, the
+// policies' offline verdicts) reads the same entries.
+import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
 import { HostSpec } from "./spec";
 import { sshConnection, sshTarget } from "./connection";
+import { CLUSTER, ResourceNames, resourceNames } from "./naming";
 
-/** The name index.ts gives the SparkCluster; every resource name starts with it. */
-export const CLUSTER = "spark";
+export { CLUSTER };
 export const COMMAND = "command:remote:Command";
 export const CONTAINER = "docker:index/container:Container";
 export const IMAGE = "docker:index/remoteImage:RemoteImage";
+export const DOCKER_PROVIDER = "pulumi:providers:docker";
+export const PASSWORD = "random:index/randomPassword:RandomPassword";
+/**
+ * Not a resource: a value every host contributes to (the agreed image, the agreed weights) or one that
+ * is not ours (an API key the caller passes). It is wired like a resource so that what follows it is
+ * replaced with it, but nothing is registered for it.
+ */
+export const GATE = "spark-vllm:gate";
 
-export interface PlannedResource {
+export interface CommandInputs {
+    /** Where it runs (the component adds the private key, when one is configured). */
+    connection: ReturnType<typeof sshConnection>;
+    create: string;
+    delete?: string;
+    /** Plain stdin (the helper program's text); a secret's line is `secretStdin`. */
+    stdin?: string;
+    /** Its own part; the component appends what `replacedBy` names. */
+    triggers: unknown[];
+}
+
+export interface InputsByType {
+    [COMMAND]: CommandInputs;
+    [CONTAINER]: ReturnType<typeof containerInputs>;
+    [IMAGE]: { name: string; platform: string; keepLocally: boolean };
+    [DOCKER_PROVIDER]: { host: string; sshOpts: string[]; disableDockerDaemonCheck: boolean };
+    [PASSWORD]: { length: number; special: boolean };
+    [GATE]: Record<string, never>;
+}
+
+export type PlannedType = keyof InputsByType;
+
+interface PlannedCommon {
     name: string;
-    type: string;
-    /** The inputs the component passes, as plain data; for commands `triggers` holds only the plan's part. */
-    inputs: Record<string, unknown>;
-    /** Resources whose replacement replaces this one (their id is in its triggers, or its image is theirs). */
-    replacedWith: string[];
-    /** The secret the component pipes to this command's stdin (not in `inputs`: its value is never plain data). */
+    /** The host whose Docker provider (docker types) or SSH connection (commands) it uses. */
+    host?: string;
+    /** Names that must have been created (or updated) before this one starts. */
+    dependsOn: string[];
+    /** Names whose replacement replaces this one: in its triggers (commands), or in its image input (containers). */
+    replacedBy: string[];
+    /** The secret piped to this command's stdin; never plain data. */
     secretStdin?: CommandPlan["stdin"];
+    /** Delete the old copy before creating the new one (it holds GPUs, ports or a process). */
+    deleteBeforeReplace?: boolean;
 }
 
 /**
- * Who is replaced with whom, as wired in components/*.ts:
- * container ← every host's image (its image input waits for their agreement); tools, preflight: own text only;
- * weights ← its container (a worker's also ← the weights source); weights source (head-then-copy) ← head container;
- * compat ← head container and every host's weights (its triggers hold their manifests' fingerprint, unknown at
- * preview when they rerun); ray head launch ← head container; worker launch ← its container and the head launch;
- * ray probe ← head launch and worker launches; vLLM launch ← ray probe and the API key (its digest);
- * endpoint probe ← vLLM launch.
+ * One planned resource. `inputs` are provider-ready, as plain data: a command's `triggers` hold only its
+ * own part (the ids or values of `replacedBy` are appended by the component); a container's `image` is
+ * the repo digest the pull reports (the component passes the pull's own output, gated on every host's
+ * agreement).
  */
-export function triggerWiring(plan: ClusterPlan): Record<string, string[]> {
-    const h = (name: string) => `${CLUSTER}-${name}`;
-    const head = plan.head.host.name;
-    const workers = plan.hosts.slice(1).map(w => w.host.name);
-    const source = plan.weightsSource;
-    return {
-        // The image input waits for every host's image to agree, so at preview it follows all of them.
-        ...Object.fromEntries(plan.hosts.map(x => [h(`${x.host.name}-container`), plan.hosts.map(y => h(`${y.host.name}-image`))])),
-        ...Object.fromEntries(plan.hosts.map((x, i) => [h(`${x.host.name}-weights`), [h(`${x.host.name}-container`), ...(i > 0 && source ? [h("weights-source")] : [])]])),
-        [h("weights-source")]: [h(`${head}-container`)],
-        [h("model-compat")]: [h(`${head}-container`), ...plan.hosts.map(x => h(`${x.host.name}-weights`))],
-        [h("ray-head-launch")]: [h(`${head}-container`)],
-        ...Object.fromEntries(workers.map(w => [h(`ray-${w}-launch`), [h(`${w}-container`), h("ray-head-launch")]])),
-        [h("ray-head-probe")]: [h("ray-head-launch"), ...workers.map(w => h(`ray-${w}-launch`))],
-        [h("model-launch")]: [h("ray-head-probe"), h("api-key")],
-        [h("model-probe")]: [h("model-launch")],
-    };
+export type PlannedResource<T extends PlannedType = PlannedType> = { [K in T]: PlannedCommon & { type: K; inputs: InputsByType[K] } }[T];
+
+export interface PlannedResourcesOptions {
+    /** The SparkCluster's name; default "spark" (index.ts). */
+    cluster?: string;
+    /** The API key is a generated RandomPassword (default) or given by the caller (a gate). */
+    apiKey?: "generated" | "given";
+    /** RemoteImage keepLocally; default true. */
+    keepImage?: boolean;
 }
 
 /** The repo digest a pull of the reference reports: repository@digest. */
-const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
+export const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
 
-/** Every provider resource the program registers for a plan, with the inputs that come from config. */
-export function plannedResources(plan: ClusterPlan): PlannedResource[] {
-    const wiring = triggerWiring(plan);
-    const out: PlannedResource[] = [];
-    const add = (name: string, type: string, inputs: Record<string, unknown>, secretStdin?: CommandPlan["stdin"]) =>
-        out.push({ name: `${CLUSTER}-${name}`, type, inputs, replacedWith: wiring[`${CLUSTER}-${name}`] ?? [], ...(secretStdin ? { secretStdin } : {}) });
-    const cmd = (name: string, connection: unknown, c: CommandPlan, extra: Record<string, unknown> = {}) =>
-        add(name, COMMAND, { connection, create: c.create, ...(c.delete ? { delete: c.delete } : {}), triggers: [c.create], ...extra }, c.stdin);
-    const headConn = sshConnection(plan.head.host);
-    add("api-key", "random:index/randomPassword:RandomPassword", { length: 40, special: false });
-    for (const h of plan.hosts) {
-        const n = h.host.name, c = h.container, conn = sshConnection(h.host);
-        add(`${n}-docker`, "pulumi:providers:docker", { host: `ssh://${h.host.ssh.user}@${h.host.ssh.host}:${h.host.ssh.port}` });
-        cmd(`${n}-tools`, conn, h.tools, { stdin: h.tools.content, triggers: [h.tools.create, h.tools.content] });
-        cmd(`${n}-preflight`, conn, h.preflight);
-        // imageSource head: a command on the head copies the image; else the provider pulls it.
-        if (h.imageFromHead) cmd(`${n}-image`, headConn, h.imageFromHead);
-        else add(`${n}-image`, IMAGE, { name: c.image, platform: c.platform, keepLocally: true });
-        add(`${n}-container`, CONTAINER, {
-            name: c.name, image: h.imageFromHead ? c.image : repoDigest(c.image), entrypoints: c.entrypoint, command: c.command,
-            envs: c.env.map(([k, v]) => `${k}=${v}`), networkMode: c.networkMode, ipcMode: c.ipcMode, gpus: c.gpus,
-            init: c.init, shmSize: c.shmSizeMb, ulimits: c.ulimits, capabilities: { adds: c.capabilities }, devices: c.devices,
-            mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
-            labels: c.labels.map(([label, value]) => ({ label, value })), restart: "no", mustRun: true, destroyGraceSeconds: 30,
-        });
-        cmd(`${n}-weights`, conn, h.weights);
-    }
-    // head-then-copy only: the head serves its snapshot to the workers.
-    const source = plan.weightsSource;
-    if (source) cmd("weights-source", headConn, source);
-    cmd("model-compat", headConn, plan.compat);
-    // Launches also carry their SSH target in their triggers (components/connection.ts sshTarget).
-    const launch = (c: CommandPlan, host: HostSpec) => ({ triggers: [c.create, sshTarget(host)] });
-    cmd("ray-head-launch", headConn, plan.head.rayLaunch, launch(plan.head.rayLaunch, plan.head.host));
-    for (const w of plan.hosts.slice(1)) cmd(`ray-${w.host.name}-launch`, sshConnection(w.host), w.rayLaunch, launch(w.rayLaunch, w.host));
-    cmd("ray-head-probe", headConn, plan.rayProbe);
-    cmd("model-launch", headConn, plan.vllmLaunch, launch(plan.vllmLaunch, plan.head.host));
-    cmd("model-probe", headConn, plan.endpointProbe);
-    return out;
+/** The Docker provider's SSH options: OpenSSH in batch mode, failing fast on a dead host. */
+export const DOCKER_SSH_OPTS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"];
+
+/** docker.Container inputs for a container plan (the `image` is the repo digest; see PlannedResource.inputs). */
+export function containerInputs(c: ContainerPlan, image: string) {
+    return {
+        name: c.name,
+        image,
+        entrypoints: c.entrypoint,
+        command: c.command,
+        envs: c.env.map(([k, v]) => `${k}=${v}`),
+        networkMode: c.networkMode,
+        ipcMode: c.ipcMode,
+        gpus: c.gpus,
+        init: c.init,
+        shmSize: c.shmSizeMb,
+        ulimits: c.ulimits,
+        capabilities: { adds: c.capabilities },
+        devices: c.devices,
+        mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
+        labels: c.labels.map(([label, value]) => ({ label, value })),
+        restart: "no",
+        mustRun: true,
+        // Ray and vLLM run under docker exec; stop them quickly when the container goes.
+        destroyGraceSeconds: 30,
+    };
 }
 
+/** Every resource the program registers for a plan, in the order the components create them. */
+export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOptions = {}): PlannedResource[] {
+    const n: ResourceNames = resourceNames(opts.cluster);
+    const out: PlannedResource[] = [];
+    const add = <T extends PlannedType>(r: Omit<PlannedResource<T>, "dependsOn" | "replacedBy"> & Partial<PlannedCommon>) =>
+        out.push({ dependsOn: [], replacedBy: [], ...r } as PlannedResource);
+    const command = (name: string, host: HostSpec, c: CommandPlan, wiring: { dependsOn?: string[]; replacedBy?: string[]; triggers?: unknown[]; stdin?: string } = {}) =>
+        add({
+            name, type: COMMAND, host: host.name,
+            inputs: {
+                connection: sshConnection(host),
+                create: c.create,
+                ...(c.delete ? { delete: c.delete } : {}),
+                ...(wiring.stdin !== undefined ? { stdin: wiring.stdin } : {}),
+                triggers: [c.create, ...(wiring.triggers ?? [])],
+            },
+            dependsOn: wiring.dependsOn ?? [], replacedBy: wiring.replacedBy ?? [],
+            ...(c.stdin ? { secretStdin: c.stdin } : {}),
+            // Anything with a delete stops a process or removes a file: the old one goes first.
+            ...(c.delete ? { deleteBeforeReplace: true } : {}),
+        });
+    // A launch also carries its SSH target: @pulumi/command only updates on a connection change, which
+    // would run create beside the process already running (components/connection.ts sshTarget).
+    const launch = (host: HostSpec) => [sshTarget(host)];
+
+    const head = plan.head.host;
+    const hosts = plan.hosts;
+    const workers = hosts.slice(1);
+    const preflights = hosts.map(h => n.host(h.host.name, "preflight"));
+
+    if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {} });
+    else add({ name: n.of("api-key"), type: PASSWORD, inputs: { length: 40, special: false } });
+
+    // 1. Hosts: Docker provider, helper program, facts. Checked in parallel; nothing else starts before all pass.
+    for (const h of hosts) {
+        const name = h.host.name, ssh = h.host.ssh;
+        add({ name: n.host(name, "docker"), type: DOCKER_PROVIDER, host: name, inputs: {
+            host: `ssh://${ssh.user}@${ssh.host}:${ssh.port}`, sshOpts: DOCKER_SSH_OPTS, disableDockerDaemonCheck: true } });
+        command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.content, triggers: [h.tools.content] });
+        command(n.host(name, "preflight"), h.host, h.preflight, { dependsOn: [n.host(name, "tools")] });
+    }
+
+    // 2. One image on every host: pulled (or copied from the head), then compared across hosts.
+    for (const h of hosts) {
+        const name = n.host(h.host.name, "image");
+        if (h.imageFromHead) command(name, head, h.imageFromHead, { dependsOn: preflights });
+        else add({ name, type: IMAGE, host: h.host.name, dependsOn: preflights,
+            inputs: { name: h.container.image, platform: h.container.platform, keepLocally: opts.keepImage ?? true } });
+    }
+    add({ name: n.of("images"), type: GATE, inputs: {}, replacedBy: hosts.map(h => n.host(h.host.name, "image")) });
+
+    // 3. Containers, once every host has passed and holds the agreed image.
+    for (const h of hosts)
+        add({ name: n.host(h.host.name, "container"), type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
+            inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
+            dependsOn: preflights, replacedBy: [n.of("images")] });
+
+    // 4. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
+    const container = (h: HostSpec) => n.host(h.name, "container");
+    const weights = (h: HostSpec) => n.host(h.name, "weights");
+    command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
+    const source = plan.weightsSource && n.of("weights-source");
+    if (plan.weightsSource) command(n.of("weights-source"), head, plan.weightsSource, { dependsOn: [weights(head)], replacedBy: [container(head)] });
+    for (const w of workers) {
+        const after = [container(w.host), ...(source ? [source] : [])];
+        command(weights(w.host), w.host, w.weights, { dependsOn: after, replacedBy: after });
+    }
+    add({ name: n.of("weights"), type: GATE, inputs: {}, replacedBy: hosts.map(h => weights(h.host)) });
+
+    // 5. The image's vLLM against the model, in seconds, before anything launches.
+    command(n.of("compat"), head, plan.compat, {
+        dependsOn: [container(head), ...hosts.map(h => weights(h.host))], replacedBy: [container(head), n.of("weights")] });
+
+    // 6. Ray: head, workers, then the probe that waits for every node and GPU.
+    command(n.of("ray-head"), head, plan.head.rayLaunch, {
+        triggers: launch(head), dependsOn: [container(head), n.of("compat")], replacedBy: [container(head)] });
+    for (const w of workers)
+        command(n.host(w.host.name, "ray"), w.host, w.rayLaunch, {
+            triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head")] });
+    const rays = [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
+    command(n.of("ray-probe"), head, plan.rayProbe, { dependsOn: rays, replacedBy: rays });
+
+    // 7. vLLM, and the probe that proves a completion works.
+    command(n.of("vllm-launch"), head, plan.vllmLaunch, {
+        triggers: launch(head), dependsOn: [n.of("ray-probe"), n.of("compat")], replacedBy: [n.of("ray-probe"), n.of("api-key")] });
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [n.of("vllm-launch")], replacedBy: [n.of("vllm-launch")] });
+    return out;
+}

@@ -1,14 +1,17 @@
+import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
 import { ClusterPlan, planCluster } from "./plan";
-import { deferred } from "./connection";
-import { sameImage, sameWeights } from "./checks";
+import { PASSWORD, plannedResources } from "./resources";
+import { resourceNames } from "./naming";
+import { Wiring } from "./wiring";
 import { SparkHost } from "./sparkHost";
+import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
-import { RayHead } from "./rayHead";
-import { RayWorker } from "./rayWorker";
+import { ModelWeights } from "./modelWeights";
+import { RayCluster } from "./rayCluster";
 import { ModelEndpoint } from "./modelEndpoint";
 
 export interface SparkClusterArgs {
@@ -18,21 +21,28 @@ export interface SparkClusterArgs {
     sshPrivateKey?: pulumi.Input<string>;
     /** API key the endpoint requires. Default: a generated 40-character RandomPassword. */
     apiKey?: pulumi.Input<string>;
-    /** Keep the image on the hosts when the stack is destroyed. Default: true. */
+    /** Keep the image on the hosts when the stack is destroyed. Default: true (vLLM images are tens of GB). */
     keepImage?: boolean;
     /** Hugging Face token for gated models (downloads only; through stdin). Default: none. */
     hfToken?: pulumi.Input<string>;
 }
 
-/** Two or more DGX Sparks serving one model through vLLM over Ray. */
+/**
+ * Two or more DGX Sparks serving one model through vLLM over Ray. Builds its parts in the order they run:
+ * hosts → image → containers → weights → compatibility check → Ray → vLLM and its probe. Names come from
+ * naming.ts; inputs and wiring from resources.ts (the same entries `spark-vllm diff` reads).
+ */
 export class SparkCluster extends pulumi.ComponentResource {
     readonly plan: ClusterPlan;
     readonly hosts: SparkHost[];
+    readonly image: ClusterImage;
     readonly containers: VllmContainer[];
-    readonly rayHead: RayHead;
-    readonly rayWorkers: RayWorker[];
+    readonly weights: ModelWeights;
+    /** The image's vLLM (and transformers) against the model's architectures, in the head's container. */
+    readonly compat: remote.Command;
+    readonly ray: RayCluster;
     readonly model: ModelEndpoint;
-    /** http://<head ssh host>:<port>/v1 */
+    /** http://<head ssh host>:<port>/v1, once the endpoint probe has proven a completion works. */
     readonly endpoint: pulumi.Output<string>;
     readonly modelName: pulumi.Output<string>;
     readonly apiKey: pulumi.Output<string>;
@@ -42,69 +52,33 @@ export class SparkCluster extends pulumi.ComponentResource {
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined }));
-        const apiKey = args.apiKey ?? new random.RandomPassword(`${name}-api-key`, { length: 40, special: false }, { parent: this }).result;
-        this.apiKey = pulumi.secret(pulumi.output(apiKey));
+        const names = resourceNames(name);
+        const wiring = new Wiring(plannedResources(plan, { cluster: name, apiKey: args.apiKey === undefined ? "generated" : "given", keepImage: args.keepImage }), args.sshPrivateKey);
+        const parent = { parent: this };
 
-        this.hosts = plan.hosts.map(h => new SparkHost(`${name}-${h.host.name}`, { plan: h, sshPrivateKey: args.sshPrivateKey }, { parent: this }));
-        const head = this.hosts[0];
-        // Hosts are checked in parallel; no host changes until every host has passed.
-        const preflights = this.hosts.map(h => h.preflight);
-        // No container starts until every host holds the same image (by repo digest).
-        const agreed = deferred<pulumi.Output<string>>();
-        const weightsSource = deferred<remote.Command[]>();
-        this.containers = plan.hosts.map((h, i) => new VllmContainer(`${name}-${h.host.name}`, {
-            plan: h.container,
-            provider: this.hosts[i].provider,
-            connection: this.hosts[i].connection,
-            weights: h.weights,
-            hfToken: args.hfToken,
-            weightsAfter: i === 0 ? [] : weightsSource.promise,
-            imageFromHead: h.imageFromHead && { command: h.imageFromHead, headConnection: head.connection },
-            keepImage: args.keepImage,
-            imageAgreement: pulumi.output(agreed.promise),
-        }, { parent: this, dependsOn: preflights }));
-        agreed.resolve(pulumi.all(this.containers.map(c => c.imageIdentity)).apply(digests =>
-            sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, digests[i]]))));
+        const keyName = names.of("api-key");
+        const password = args.apiKey === undefined
+            ? new random.RandomPassword(keyName, wiring.entry(keyName, PASSWORD).inputs, parent) : undefined;
+        const key = args.apiKey ?? password!.result;
+        this.apiKey = pulumi.secret(pulumi.output(key));
+        // A new key must relaunch vLLM; its digest carries the change without the key itself.
+        wiring.set(keyName, password, pulumi.output(key).apply(k => crypto.createHash("sha256").update(k).digest("hex").slice(0, 16)));
 
-        const headContainer = this.containers[0].container;
-        // head-then-copy: the head serves its weights on the fabric once it holds them; workers copy.
-        const source = plan.weightsSource;
-        weightsSource.resolve(source ? [new remote.Command(`${name}-weights-source`, {
-            connection: head.connection,
-            create: source.create,
-            delete: source.delete,
-            triggers: [source.create, headContainer.id],
-        }, { parent: this, dependsOn: [this.containers[0].weights], deleteBeforeReplace: true })] : []);
-        // Nothing launches until every host holds the same weights at the same path.
-        const weightsAgreement = pulumi.all(this.containers.map(c => c.manifest)).apply(ms => sameWeights(plan.spec.model.id, ms));
-        const workers = deferred<remote.Command[]>();
-        const rayReady = deferred<remote.Command>();
-        this.model = new ModelEndpoint(`${name}-model`, {
-            plan,
-            connection: head.connection,
-            container: headContainer,
-            weights: { ready: weightsAgreement, commands: this.containers.map(c => c.weights) },
-            apiKey: this.apiKey,
-            rayReady: rayReady.promise,
-        }, { parent: this });
-        this.rayHead = new RayHead(`${name}-ray-head`, {
-            plan: plan.head,
-            probe: plan.rayProbe,
-            connection: head.connection,
-            container: headContainer,
-            after: [this.model.compat],
-            workers: workers.promise,
-        }, { parent: this });
-        this.rayWorkers = plan.hosts.slice(1).map((h, i) => new RayWorker(`${name}-ray-${h.host.name}`, {
-            plan: h,
-            connection: this.hosts[i + 1].connection,
-            container: this.containers[i + 1].container,
-            head: this.rayHead.launch,
-        }, { parent: this }));
-        workers.resolve(this.rayWorkers.map(w => w.launch));
-        rayReady.resolve(this.rayHead.probe);
+        // 1. Every host checked, in parallel.
+        this.hosts = plan.hosts.map(h => new SparkHost(names.host(h.host.name), { plan: h, names, wiring }, parent));
+        // 2. The same image on every host.
+        this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
+        // 3. One idle container per host.
+        this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
+        // 4. The same weights on every host.
+        this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
+        // 5. Does the image's vLLM know the model? Seconds, before anything launches.
+        this.compat = wiring.command(names.of("compat"), parent);
+        // 6. Ray head, workers, every node joined.
+        this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
+        // 7. vLLM, and a completion proven to work.
+        this.model = new ModelEndpoint(names.of("model"), { names, wiring, apiKey: this.apiKey }, parent);
 
-        // Resolve only once the endpoint probe has proven a completion works.
         this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
         this.modelName = this.model.probe.stdout.apply(() => plan.modelName);
         this.hostFacts = pulumi.all(this.hosts.map(h => h.facts)).apply(facts =>

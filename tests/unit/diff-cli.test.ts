@@ -8,7 +8,8 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { diffPlans, setPath } from "../../bin/diff-command";
-import { COMMAND, plannedResources } from "../../components/resources";
+import { COMMAND, CONTAINER, DOCKER_PROVIDER, GATE, plannedResources } from "../../components/resources";
+import { resourceNames } from "../../components/naming";
 import { Evaluation, evaluateWithMocks, stackConfig } from "../harness/mocks";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -25,44 +26,79 @@ const evaluate = (stack: string, r: Record<string, unknown>, manifestOverrides?:
     return new Map(e.resources.filter(x => !x.type.startsWith("spark-vllm:index:") && x.type !== "pulumi:pulumi:Stack").map(x => [x.name, x]));
 };
 const flat = (v: unknown): unknown[] => (Array.isArray(v) ? v.flatMap(flat) : [v]);
-/** Values in a command's triggers that are neither its own plan text nor a resource id, and what they derive from. */
-const DERIVED: Record<string, (hosts: string[]) => string[]> = {
-    "spark-model-compat": hosts => hosts.map(h => `spark-${h}-weights`), // the agreed weights manifest's fingerprint
-    "spark-model-launch": () => ["spark-api-key"], // the API key's digest
-};
+const n = resourceNames();
 
 for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "model.weights", "head-then-copy"], ["spark", "imageSource", "head"]]) {
-    test(`Pulumi.${stack}.yaml${key ? ` with ${key} ${value}` : ""}: diff's resource table and trigger wiring are the real program's`, () => {
+    test(`Pulumi.${stack}.yaml${key ? ` with ${key} ${value}` : ""}: the program registers exactly the planned resources, inputs and trigger wiring`, () => {
         const r = key ? setPath(raw(stackConfig(stack)), key, value) : raw(stackConfig(stack));
-        const plan = planOf(r);
         const recorded = evaluate(stack, r);
-        const planned = plannedResources(plan);
-        assert.deepEqual(planned.map(p => p.name).sort(), [...recorded.keys()].sort());
-        for (const p of planned) {
+        const planned = plannedResources(planOf(r));
+        const registered = planned.filter(p => p.type !== GATE);
+        assert.deepEqual(registered.map(p => p.name).sort(), [...recorded.keys()].sort());
+        const gates = new Set(planned.filter(p => p.type === GATE).map(p => p.name));
+        for (const p of registered) {
             const rec = recorded.get(p.name)!;
             assert.equal(p.type, rec.type, p.name);
             for (const [key, value] of Object.entries(p.inputs)) {
-                if (key === "triggers") continue;
-                assert.deepEqual(value, rec.inputs[key], `${p.name}.${key}`);
+                if (key === "triggers" || (p.type === CONTAINER && key === "image")) continue;
+                // A provider's configuration crosses the wire as strings (JSON for structured values).
+                const got = p.type === DOCKER_PROVIDER && typeof value !== "string" ? JSON.parse(rec.inputs[key]) : rec.inputs[key];
+                assert.deepEqual(got, value, `${p.name}.${key}`);
             }
             if (p.type !== COMMAND) continue;
             const triggers = flat(rec.inputs.triggers);
-            const own = p.inputs.triggers as unknown[];
+            const own = p.inputs.triggers;
             assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
+            // Then one value per name it follows: a resource's id, or a gate's value (an agreement, the key's digest).
             const rest = triggers.slice(own.length);
-            const ids = rest.filter(t => typeof t === "string" && t.endsWith("-id") && recorded.has(t.slice(0, -3))).map(t => (t as string).slice(0, -3));
-            const derived = DERIVED[p.name]?.(plan.hosts.map(h => h.host.name)) ?? [];
-            assert.equal(rest.length - ids.length, derived.length ? 1 : 0, `${p.name}: unexpected trigger values ${JSON.stringify(rest)}`);
-            assert.deepEqual([...ids, ...derived].sort(), [...p.replacedWith].sort(), `${p.name}: trigger wiring`);
+            assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
+            p.replacedBy.forEach((follows, i) => {
+                if (gates.has(follows)) assert.ok(typeof rest[i] === "string" && !String(rest[i]).endsWith("-id"), `${p.name}: ${follows} gives a value`);
+                else assert.equal(rest[i], `${follows}-id`, `${p.name}: follows ${follows}`);
+            });
         }
     });
 }
 
+test("plan order: everything a resource waits for or follows is planned before it (so components need no deferred promises)", () => {
+    for (const stack of ["spark", "qwen3-235b-4x", "gpt-oss-120b"])
+        for (const [key, value] of [[], ["model.weights", "head-then-copy"], ["imageSource", "head"]]) {
+            const r = key ? setPath(raw(stackConfig(stack)), key, value) : raw(stackConfig(stack));
+            const seen = new Set<string>();
+            for (const p of plannedResources(planOf(r))) {
+                for (const d of [...p.dependsOn, ...p.replacedBy]) assert.ok(seen.has(d), `${stack}: ${p.name} needs ${d}, planned after it`);
+                assert.ok(!seen.has(p.name), `${p.name} planned twice`);
+                seen.add(p.name);
+            }
+        }
+});
+
+test("spark-vllm diff predicts the same replacements and updates as before the restructure (names aside)", () => {
+    const before = JSON.parse(fs.readFileSync(path.join(ROOT, "tests", "fixtures", "diff", "before-house.json"), "utf8"));
+    // Old name → new name (tests/fixtures/diff/before-house.json was recorded at the commit it names).
+    const rename = (old: string) => old
+        .replace(/^spark-model-launch$/, n.of("vllm-launch")).replace(/^spark-model-probe$/, n.of("endpoint-probe"))
+        .replace(/^spark-model-compat$/, n.of("compat")).replace(/^spark-ray-head-launch$/, n.of("ray-head"))
+        .replace(/^spark-ray-head-probe$/, n.of("ray-probe")).replace(/^spark-ray-(.+)-launch$/, (_, h) => n.host(h, "ray"));
+    let cases = 0;
+    for (const [stack, changes] of Object.entries<Record<string, Record<string, string>>>(before.stacks)) {
+        const r = raw(stackConfig(stack));
+        for (const [change, expected] of Object.entries(changes)) {
+            const eq = change.indexOf("=");
+            const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
+            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same").map(c => [c.name, c.op]));
+            assert.deepEqual(got, Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])), `${stack} with ${change}`);
+            cases++;
+        }
+    }
+    assert.equal(cases, 45);
+});
+
 test("the weights fingerprint really is in compat's triggers (diff: compat follows every host's weights)", () => {
     const r = raw(stackConfig("spark"));
     const files = { "config.json": 100, "model-00001-of-00002.safetensors": 7 };
-    const changed = evaluate("spark", r, { "spark-spark-a-weights": files, "spark-spark-b-weights": files });
-    assert.notDeepEqual(changed.get("spark-model-compat")!.inputs.triggers, evaluate("spark", r).get("spark-model-compat")!.inputs.triggers);
+    const changed = evaluate("spark", r, { [n.host("spark-a", "weights")]: files, [n.host("spark-b", "weights")]: files });
+    assert.notDeepEqual(changed.get(n.of("compat"))!.inputs.triggers, evaluate("spark", r).get(n.of("compat"))!.inputs.triggers);
 });
 
 /** Per resource, the inputs that differ between two mocks evaluations. */
@@ -79,16 +115,16 @@ function recordedChanges(stack: string, before: Record<string, unknown>, after: 
 
 const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
-    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], ["spark-model-launch", "spark-model-probe"]],
-    ["maxModelLen", "vllm.maxModelLen", 65536, ["spark-model-launch", "spark-model-probe"]],
-    ["the served name", "model.servedName", "qwen", ["spark-model-launch", "spark-model-probe"]],
+    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe")]],
+    ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe")]],
+    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe")]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
-        "spark-spark-b-weights", "spark-model-compat", "spark-ray-head-launch", "spark-ray-spark-b-launch", "spark-ray-head-probe",
-        "spark-model-launch", "spark-model-probe"]],
+        "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),
+        n.of("vllm-launch"), n.of("endpoint-probe")]],
     ["a worker's fabric address", "hosts[1].fabric.address", "192.168.100.12", [
-        "spark-spark-b-preflight", "spark-spark-b-container", "spark-spark-b-weights", "spark-model-compat", "spark-ray-spark-b-launch",
-        "spark-ray-head-probe", "spark-model-launch", "spark-model-probe"]],
+        "spark-spark-b-preflight", "spark-spark-b-container", "spark-spark-b-weights", n.of("compat"), n.host("spark-b", "ray"),
+        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe")]],
 ];
 
 for (const [label, key, value, replaced] of CHANGES) {
@@ -103,14 +139,14 @@ for (const [label, key, value, replaced] of CHANGES) {
     });
 }
 
-test("a flag change: only spark-model-launch's inputs change; a worker's ssh port relaunches Ray there and everything after it", () => {
+test("a flag change: only the vLLM launch's inputs change; a worker's ssh port relaunches Ray there and everything after it", () => {
     const before = raw(stackConfig("spark"));
     const flag = diffPlans(planOf(before), planOf(setPath(before, "vllm.extraArgs", ["--enable-prefix-caching"])));
-    assert.deepEqual(flag.filter(c => c.inputs.length).map(c => [c.name, c.inputs]), [["spark-model-launch", ["create", "triggers"]]]);
+    assert.deepEqual(flag.filter(c => c.inputs.length).map(c => [c.name, c.inputs]), [[n.of("vllm-launch"), ["create", "triggers"]]]);
     const port = diffPlans(planOf(before), planOf(setPath(before, "hosts[1].ssh.port", 2222)));
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
         [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"],
-            ["spark-ray-spark-b-launch", "replace"], ["spark-ray-head-probe", "replace"], ["spark-model-launch", "replace"], ["spark-model-probe", "replace"]]);
+            [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"]]);
 });
 
 const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), ...args], { cwd: ROOT, encoding: "utf8" });
@@ -118,7 +154,7 @@ const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bi
 test("spark-vllm diff prints the replaced resources and the flag as a unified diff; the README shows that output", () => {
     const r = cli(["diff", "--stack", "spark", "--set", 'vllm.extraArgs=["--enable-prefix-caching"]']);
     assert.equal(r.status, 0, r.stderr);
-    for (const line of ["+- spark-model-launch", "+- spark-model-probe", "+++ vllm serve (vllm.extraArgs=[\"--enable-prefix-caching\"])", "   --max-model-len 32768", "+  --enable-prefix-caching", "every mandatory policy passes with the change"])
+    for (const line of [`+- ${n.of("vllm-launch")}`, `+- ${n.of("endpoint-probe")}`, "+++ vllm serve (vllm.extraArgs=[\"--enable-prefix-caching\"])", "   --max-model-len 32768", "+  --enable-prefix-caching", "every mandatory policy passes with the change"])
         assert.ok(r.stdout.includes(line), `missing: ${line}\n${r.stdout}`);
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
     const example = /\$ npx spark-vllm diff --stack spark --set 'vllm\.extraArgs=\["--enable-prefix-caching"\]'\n([\s\S]*?)```/.exec(readme);
@@ -136,6 +172,6 @@ test("spark-vllm diff: usage without --set, the key path of a bad value, a manda
     assert.equal(unsupported.status, 1);
     assert.match(unsupported.stdout, /FAIL vllm-supports-architecture/);
     const json = JSON.parse(cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--json"]).stdout);
-    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), ["spark-model-launch", "spark-model-probe"]);
+    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [n.of("vllm-launch"), n.of("endpoint-probe")]);
     assert.match(json.diffs[0], /-  --max-model-len 32768\n\+  --max-model-len 65536/);
 });

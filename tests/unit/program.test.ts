@@ -3,6 +3,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { evaluateWithMocks, RecordedResource, stackConfig } from "../harness/mocks";
 import { clusterConfig } from "../fixtures";
+import { resourceNames } from "../../components/naming";
+
+const n = resourceNames();
 
 const API_KEY = "GENERATED-API-KEY-0123456789abcdefghijklmn"; // what the recording mocks' RandomPassword returns
 const byType = (rs: RecordedResource[], type: string) => rs.filter(r => r.type === type);
@@ -19,9 +22,10 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         const count = (type: string) => byType(resources, type).length;
         assert.equal(count("spark-vllm:index:SparkCluster"), 1);
         assert.equal(count("spark-vllm:index:SparkHost"), hosts);
+        assert.equal(count("spark-vllm:index:ClusterImage"), 1);
         assert.equal(count("spark-vllm:index:VllmContainer"), hosts);
-        assert.equal(count("spark-vllm:index:RayHead"), 1);
-        assert.equal(count("spark-vllm:index:RayWorker"), hosts - 1);
+        assert.equal(count("spark-vllm:index:ModelWeights"), 1);
+        assert.equal(count("spark-vllm:index:RayCluster"), 1);
         assert.equal(count("spark-vllm:index:ModelEndpoint"), 1);
         assert.equal(count("pulumi:providers:docker"), hosts);
         assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
@@ -29,7 +33,7 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
         // per host: tools + preflight + weights; head: ray launch + ray probe + compat + vllm launch + probe; workers: launch
         assert.equal(count("command:remote:Command"), 3 * hosts + 5 + (hosts - 1));
-        const serve = named(resources, "spark-model-launch").inputs.create as string;
+        const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
         // Components parent their children: a child's URN type chain names the component.
         for (const r of byType(resources, "docker:index/container:Container")) assert.ok(r.provider?.includes("pulumi:providers:docker"), "container uses its host's provider");
@@ -55,12 +59,12 @@ test("each container's environment carries its own fabric address and interface"
 
 test("worker launches point at the head's fabric address", () => {
     const { resources } = evaluateWithMocks(clusterConfig(3));
-    for (const w of ["spark-ray-spark-b-launch", "spark-ray-spark-c-launch"]) {
+    for (const w of [n.host("spark-b", "ray"), n.host("spark-c", "ray")]) {
         const r = named(resources, w);
         assert.match(r.inputs.create, /ray start --address=198\.18\.1\.2:6379 /);
         assert.equal(r.inputs.connection.host, w.includes("-b-") ? "198.18.0.3" : "198.18.0.4");
     }
-    assert.match(named(resources, "spark-ray-head-launch").inputs.create, /ray start --head --port=6379 --node-ip-address=198\.18\.1\.2 /);
+    assert.match(named(resources, n.of("ray-head")).inputs.create, /ray start --head --port=6379 --node-ip-address=198\.18\.1\.2 /);
 });
 
 test("the generated API key appears in no command text or container field, only in stdin", () => {
@@ -70,17 +74,16 @@ test("the generated API key appears in no command text or container field, only 
         const { stdin, ...rest } = r.inputs;
         assert.ok(!JSON.stringify(rest).includes(API_KEY), `${r.name} leaks the API key outside stdin`);
     }
-    assert.equal(named(resources, "spark-model-launch").inputs.stdin, `${API_KEY}\n`);
-    assert.equal(named(resources, "spark-model-probe").inputs.stdin, `${API_KEY}\n`);
+    assert.equal(named(resources, n.of("vllm-launch")).inputs.stdin, `${API_KEY}\n`);
+    assert.equal(named(resources, n.of("endpoint-probe")).inputs.stdin, `${API_KEY}\n`);
 });
 
 test("every launch has a delete that stops what it started", () => {
     const { resources } = evaluateWithMocks(clusterConfig(3));
-    const launches = byType(resources, "command:remote:Command").filter(r => r.name.endsWith("-launch"));
-    assert.equal(launches.length, 4);
+    const launches = [n.of("ray-head"), n.host("spark-b", "ray"), n.host("spark-c", "ray"), n.of("vllm-launch")].map(name => named(resources, name));
     for (const l of launches) {
         assert.ok(l.inputs.delete, `${l.name} has no delete`);
-        assert.match(l.inputs.delete, l.name === "spark-model-launch" ? /kill -TERM/ : /ray stop --force/);
+        assert.match(l.inputs.delete, l.name === n.of("vllm-launch") ? /kill -TERM/ : /ray stop --force/);
     }
 });
 
@@ -91,16 +94,16 @@ test("triggers: a vLLM flag changes only the vLLM launch and probe; the image ch
     const a = evaluateWithMocks(base).resources;
     const changed = (other: RecordedResource[]) =>
         other.filter(r => JSON.stringify(r.inputs) !== JSON.stringify(a.find(x => x.name === r.name)?.inputs)).map(r => r.name).sort();
-    assert.deepEqual(changed(evaluateWithMocks(flag).resources), ["spark-model-launch"]);
+    assert.deepEqual(changed(evaluateWithMocks(flag).resources), [n.of("vllm-launch")]);
     assert.deepEqual(changed(evaluateWithMocks(image).resources),
         ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-b-container", "spark-spark-b-image"]);
     // Under mocks ids do not change; what carries a replacement downstream is the trigger on the container id:
-    for (const name of ["spark-ray-head-launch", "spark-model-compat"])
+    for (const name of [n.of("ray-head"), n.of("compat")])
         assert.ok(named(a, name).inputs.triggers.includes("spark-spark-a-container-id"), `${name} is triggered by the head container`);
-    assert.ok(named(a, "spark-ray-spark-b-launch").inputs.triggers.includes("spark-spark-b-container-id"));
-    assert.ok(named(a, "spark-ray-spark-b-launch").inputs.triggers.includes("spark-ray-head-launch-id"));
-    assert.ok(named(a, "spark-model-launch").inputs.triggers.includes("spark-ray-head-probe-id"));
-    assert.ok(named(a, "spark-model-probe").inputs.triggers.includes("spark-model-launch-id"));
+    assert.ok(named(a, n.host("spark-b", "ray")).inputs.triggers.includes("spark-spark-b-container-id"));
+    assert.ok(named(a, n.host("spark-b", "ray")).inputs.triggers.includes(`${n.of("ray-head")}-id`));
+    assert.ok(named(a, n.of("vllm-launch")).inputs.triggers.includes(`${n.of("ray-probe")}-id`));
+    assert.ok(named(a, n.of("endpoint-probe")).inputs.triggers.includes(`${n.of("vllm-launch")}-id`));
 });
 
 test("a no-change re-evaluation yields identical inputs", () => {
@@ -138,7 +141,7 @@ test("the committed spark stack evaluates: two Sparks, TP=2, the ConnectX-7 fabr
     const { resources, outputs, error } = evaluateWithMocks(stackConfig("spark"), { preview: true });
     assert.equal(error, undefined);
     assert.equal(byType(resources, "docker:index/container:Container").length, 2);
-    assert.match(named(resources, "spark-model-launch").inputs.create, /vllm serve Qwen\/Qwen3\.5-122B-A10B-FP8 .*--tensor-parallel-size 2 /);
+    assert.match(named(resources, n.of("vllm-launch")).inputs.create, /vllm serve Qwen\/Qwen3\.5-122B-A10B-FP8 .*--tensor-parallel-size 2 /);
     assert.ok(named(resources, "spark-spark-b-container").inputs.envs.includes("NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"));
     assert.ok(outputs);
 });
@@ -150,7 +153,7 @@ test("hosts that pulled different images stop every container, naming each host'
     assert.match(error ?? "", new RegExp(`spark-b: ${other.replace(/[.]/g, "\\.")}`));
     assert.match(error ?? "", /pin spark-vllm:image by digest/);
     assert.deepEqual(byType(resources, "docker:index/container:Container"), []);
-    assert.ok(!resources.some(r => r.name.endsWith("-launch")), "nothing launches");
+    assert.ok(!resources.some(r => r.inputs.create?.includes("ray start") || r.inputs.create?.includes("vllm serve")), "nothing launches");
 });
 
 test("a host missing weight files stops the launch, naming the host and the files", () => {
@@ -159,7 +162,7 @@ test("a host missing weight files stops the launch, naming the host and the file
     });
     assert.match(error ?? "", /the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/);
     assert.match(error ?? "", /spark-spark-c: missing model-00001-of-00001\.safetensors/);
-    assert.ok(!resources.some(r => r.name === "spark-model-compat" || r.name.endsWith("-launch")), "nothing after the check runs");
+    assert.ok(!resources.some(r => r.name === n.of("compat") || r.inputs.create?.includes("ray start")), "nothing after the check runs");
 });
 
 test("the HF token travels only on the weights commands' stdin when downloading", () => {

@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluateWithMocks, stackConfig } from "../harness/mocks";
+import { resourceNames } from "../../components/naming";
 
 const ROOT = path.join(__dirname, "..", "..");
 const STACKS = fs.readdirSync(ROOT).map(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((s): s is string => !!s).sort();
@@ -32,7 +33,7 @@ for (const stack of STACKS) {
         const { resources, error } = evaluateWithMocks(config, { stack, preview: true });
         assert.equal(error, undefined);
         assert.equal(resources.filter(r => r.type === "docker:index/container:Container").length, hosts.length);
-        const serve = resources.find(r => r.name === "spark-model-launch")?.inputs.create as string;
+        const serve = resources.find(r => r.name === resourceNames().of("vllm-launch"))?.inputs.create as string;
         const m = /vllm serve .*--tensor-parallel-size (\d+) --pipeline-parallel-size (\d+)/.exec(serve);
         assert.ok(m, "the launch runs vllm serve with TP and PP");
         assert.equal(Number(m[1]) * Number(m[2]), gpus);

@@ -1,0 +1,55 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as docker from "@pulumi/docker";
+import * as remote from "@pulumi/command/remote";
+import { ClusterPlan } from "./plan";
+import { sameImage } from "./checks";
+import { ResourceNames } from "./naming";
+import { Wiring } from "./wiring";
+import { IMAGE } from "./resources";
+import { SparkHost, lastJsonLine } from "./sparkHost";
+
+/** @internal Built only by SparkCluster. */
+export interface ClusterImageArgs {
+    plan: ClusterPlan;
+    names: ResourceNames;
+    wiring: Wiring;
+    /** Every host, in plan order (the first is the head). */
+    hosts: SparkHost[];
+}
+
+/**
+ * @internal The pinned image on every host: a registry pull per host (imageSource "registry"), or the
+ * head's copy to each worker (imageSource "head"); then every host's image must be the same.
+ */
+export class ClusterImage extends pulumi.ComponentResource {
+    readonly images: Array<docker.RemoteImage | remote.Command>;
+    /** Per host, what identifies its image: the repo digest, or the image ID when copied from the head. */
+    readonly identities: pulumi.Output<string>[];
+    /** Resolves to the common digest once every host holds the same image; fails naming the hosts that differ. */
+    readonly agreed: pulumi.Output<string>;
+
+    constructor(name: string, args: ClusterImageArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:ClusterImage", name, {}, opts);
+        const { plan, names, wiring, hosts } = args;
+        this.images = [];
+        this.identities = [];
+        plan.hosts.forEach((h, i) => {
+            const imageName = names.host(h.host.name, "image");
+            if (h.imageFromHead) {
+                const copy = wiring.command(imageName, { parent: this });
+                this.images.push(copy);
+                this.identities.push(copy.stdout.apply(out => String(lastJsonLine(out).imageId ?? "")));
+            } else {
+                const entry = wiring.entry(imageName, IMAGE);
+                const pull = wiring.set(imageName, new docker.RemoteImage(imageName, entry.inputs,
+                    { parent: this, provider: hosts[i].provider, dependsOn: wiring.dependsOn(entry) }));
+                this.images.push(pull);
+                this.identities.push(pull.repoDigest);
+            }
+        });
+        this.agreed = pulumi.all(this.identities).apply(ids =>
+            sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]])));
+        wiring.set(names.of("images"), undefined, this.agreed);
+        this.registerOutputs({ image: this.agreed });
+    }
+}

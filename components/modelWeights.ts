@@ -1,0 +1,44 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as remote from "@pulumi/command/remote";
+import { ClusterPlan } from "./plan";
+import { WeightsManifest, sameWeights } from "./checks";
+import { ResourceNames } from "./naming";
+import { Wiring } from "./wiring";
+import { lastJsonLine } from "./sparkHost";
+
+/** @internal Built only by SparkCluster. */
+export interface ModelWeightsArgs {
+    plan: ClusterPlan;
+    names: ResourceNames;
+    wiring: Wiring;
+    /** Hugging Face token for downloads; travels only through stdin. Default: none (public models). */
+    hfToken?: pulumi.Input<string>;
+}
+
+/**
+ * @internal The model's weights on every host, per `model.weights`: the head's first (head-then-copy: then
+ * its read-only file server on the fabric), then the workers'; then every host must list the same files.
+ */
+export class ModelWeights extends pulumi.ComponentResource {
+    /** Per host, in plan order. */
+    readonly commands: remote.Command[];
+    /** Resolves to a fingerprint of the agreed manifest; fails naming each host and what it lacks. */
+    readonly agreed: pulumi.Output<string>;
+
+    constructor(name: string, args: ModelWeightsArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:ModelWeights", name, {}, opts);
+        const { plan, names, wiring } = args;
+        const token = args.hfToken === undefined ? undefined : pulumi.secret(pulumi.output(args.hfToken).apply(t => `${t}\n`));
+        const weights = (i: number) => {
+            const h = plan.hosts[i];
+            return wiring.command(names.host(h.host.name, "weights"), { parent: this }, h.weights.stdin ? token : undefined);
+        };
+        const head = weights(0);
+        if (plan.weightsSource) wiring.command(names.of("weights-source"), { parent: this });
+        this.commands = [head, ...plan.hosts.slice(1).map((_, i) => weights(i + 1))];
+        const manifests = this.commands.map(c => c.stdout.apply(out => lastJsonLine(out) as unknown as WeightsManifest));
+        this.agreed = pulumi.all(manifests).apply(ms => sameWeights(plan.spec.model.id, ms));
+        wiring.set(names.of("weights"), undefined, this.agreed);
+        this.registerOutputs({ weights: this.agreed });
+    }
+}

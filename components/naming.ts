@@ -1,0 +1,38 @@
+// The one place resource and container names are made (as awsx's ec2/subnetNaming.ts is for subnets).
+// Components, the offline view (`spark-vllm diff`, the policies' offline verdicts) and the tests all
+// ask this module; nothing else templates a name. Pure: no Pulumi.
+//
+// Shape: cluster-wide resources are `<cluster>-<role>`, per-host ones `<cluster>-<host>-<role>`. Host
+// roles and cluster roles are disjoint words, so no host name can make two names equal.
+
+/** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
+export const CLUSTER = "spark";
+
+export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "ray", "vllm"] as const;
+export type HostRole = (typeof HOST_ROLES)[number];
+
+export const CLUSTER_ROLES = [
+    "api-key", "images", "weights", "weights-source", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe",
+] as const;
+export type ClusterRole = (typeof CLUSTER_ROLES)[number];
+
+export interface ResourceNames {
+    cluster: string;
+    /** A per-host resource or component: `<cluster>-<host>-<role>`; the host's component itself is `<cluster>-<host>`. */
+    host(host: string, role?: HostRole): string;
+    /** A cluster-wide resource or component: `<cluster>-<role>`. */
+    of(role: ClusterRole): string;
+}
+
+export function resourceNames(cluster: string = CLUSTER): ResourceNames {
+    return {
+        cluster,
+        host: (host, role) => (role ? `${cluster}-${host}-${role}` : `${cluster}-${host}`),
+        of: role => `${cluster}-${role}`,
+    };
+}
+
+/** The Docker container on a host (one per host; the host's name keeps it unique on that daemon). */
+export function containerName(host: string): string {
+    return `spark-vllm-${host}`;
+}
