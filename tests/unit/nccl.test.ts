@@ -1,0 +1,161 @@
+// components/nccl.ts over the real NCCL 2.28.9 logs in tests/fixtures/nccl/ (see its README).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { diagnose } from "../../components/diagnosis";
+import {
+    allReduceBusBandwidth,
+    describeNcclTransport,
+    NCCL_SOCKET_FALLBACK_ENTRY,
+    ncclSocketFallback,
+    ncclTransportUsed,
+    parseFabricOutput,
+    parseNcclLog,
+    refineNcclDiagnosis,
+    summariseTransport,
+    transportClass,
+} from "../../components/nccl";
+
+const FIXTURES = path.join(__dirname, "..", "fixtures", "nccl");
+const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");
+
+test("P2P run: transport, version, network named although unused", () => {
+    const f = parseNcclLog(fixture("p2p.nccl.log"));
+    assert.equal(f.version, "2.28.9+cuda13.0");
+    assert.equal(f.transport, "P2P");
+    assert.deepEqual(f.transports, { "P2P/CUMEM": 24 });
+    assert.equal(f.channels[0].line, "vm:641:641 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM");
+    assert.deepEqual([f.channels[0].from, f.channels[0].to, f.channels[0].direction], [0, 1, undefined]);
+    // No HCA on the machine: NCCL says so and names the Socket network even though every channel is P2P.
+    assert.equal(f.ibNoDevice, "vm:641:641 [0] NCCL INFO NET/IB : No device found.");
+    assert.equal(f.network, "Socket");
+    assert.equal(ncclSocketFallback(f), undefined, "no HCA asked for and no socket channel: not a fall-back");
+    assert.deepEqual(f.warnings, []);
+    assert.equal(ncclTransportUsed(fixture("torchrun.nccl.log")), "P2P");
+});
+
+test("socket runs: every channel NET/Socket, the interface NCCL used", () => {
+    for (const name of ["socket.nccl.log", "socket-lo.nccl.log", "hca-missing-net.nccl.log"]) {
+        const f = parseNcclLog(fixture(name));
+        assert.equal(f.transport, "NET/Socket", name);
+        assert.deepEqual(f.transports, { "NET/Socket/0": 4 }, name);
+        assert.deepEqual(f.channels.map(c => c.direction).sort(), ["receive", "receive", "send", "send"], name);
+    }
+    assert.ok(parseNcclLog(fixture("socket-lo.nccl.log")).socketLines.includes("vm:843:843 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>"));
+    assert.equal(describeNcclTransport(fixture("socket.nccl.log")),
+        "NCCL 2.28.9+cuda13.0 used NET/Socket (4 channels via NET/Socket/0; network Socket)");
+    assert.equal(describeNcclTransport(fixture("p2p.nccl.log")),
+        "NCCL 2.28.9+cuda13.0 used P2P (24 channels via P2P/CUMEM; network Socket)");
+});
+
+test("HCAs asked for, none found: fall-back with the NET/IB line first", () => {
+    const fb = ncclSocketFallback(fixture("hca-missing.nccl.log"))!;
+    assert.equal(fb.line, "vm:941:941 [0] NCCL INFO NET/IB : No device found.");
+    assert.deepEqual(fb.lines, [
+        "vm:941:941 [0] NCCL INFO NCCL_IB_HCA set to rocep1s0f1,roceP2p1s0f1",
+        "vm:941:941 [0] NCCL INFO NET/IB : No device found.",
+        "vm:941:941 [0] NCCL INFO Failed to initialize NET plugin IB",
+        "vm:941:941 [0] NCCL INFO Using network Socket",
+    ]);
+    const net = ncclSocketFallback(fixture("hca-missing-net.nccl.log"))!;
+    assert.equal(net.lines.at(-1), "vm:1043:1043 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0");
+    // Sockets with no NCCL_IB_HCA line: a fall-back once NCCL looked for IB (this project sets NCCL_IB_DISABLE=1 for hcas: []).
+    assert.ok(ncclSocketFallback(fixture("socket.nccl.log")));
+    // The P2P log is one only when the caller knows HCAs were configured.
+    assert.ok(ncclSocketFallback(fixture("p2p.nccl.log"), { hcasConfigured: true }));
+    assert.equal(ncclSocketFallback(fixture("iface-missing.nccl.log")), undefined);
+});
+
+test("bootstrap failure: NCCL's WARN line, and torch's `Last error:` line without NCCL_DEBUG", () => {
+    const f = parseNcclLog(fixture("iface-missing.nccl.log"));
+    assert.equal(f.bootstrapError, "[2026-11-30 21:39:41] vm:1140:1140 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found");
+    assert.equal(f.transport, undefined);
+    assert.equal(ncclTransportUsed(f), undefined);
+    assert.equal(describeNcclTransport(f), undefined);
+    const torch = parseNcclLog(fixture("iface-missing.rank.log"));
+    assert.equal(torch.lastError, "Bootstrap : no socket interface found");
+    assert.equal(torch.bootstrapError, undefined);
+});
+
+test("refineNcclDiagnosis: nccl-error gets NCCL's cause line instead of torch's wrapper", () => {
+    const rank = fixture("iface-missing.rank.log");
+    const before = diagnose(rank)!;
+    assert.equal(before.kind, "nccl-error");
+    assert.match(before.line, /^torch\.distributed\.DistBackendError: NCCL error in: .*invalid usage/);
+    const after = refineNcclDiagnosis(before, rank)!;
+    assert.equal(after.line, "Bootstrap : no socket interface found");
+    assert.ok(after.hint.startsWith(before.hint));
+    assert.match(after.hint, /NCCL_SOCKET_IFNAME .*spark-vllm:hosts\[\]\.fabric\.interface/);
+    // With NCCL's own log in front, its WARN line (host, file:line) is the cause.
+    const both = fixture("iface-missing.nccl.log") + rank;
+    assert.equal(refineNcclDiagnosis(diagnose(both), both)!.line,
+        "[2026-11-30 21:39:41] vm:1140:1140 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found");
+    assert.equal(refineNcclDiagnosis(diagnose(both), both)!.transport, undefined);
+});
+
+test("refineNcclDiagnosis: a fall-back with no other cause is nccl-socket-fallback naming the transport", () => {
+    const net = fixture("hca-missing-net.nccl.log");
+    assert.equal(diagnose(net), undefined);
+    assert.deepEqual(refineNcclDiagnosis(undefined, net), {
+        kind: "nccl-socket-fallback",
+        line: "vm:1043:1043 [0] NCCL INFO NET/IB : No device found.",
+        hint: NCCL_SOCKET_FALLBACK_ENTRY.hint,
+        transport: "NET/Socket",
+    });
+    // Ray prefixes are stripped as diagnose() strips them.
+    const prefixed = fixture("hca-missing.nccl.log").split("\n").map(l => `(RayWorkerWrapper pid=311, ip=192.168.100.11) ${l}`).join("\n");
+    assert.equal(refineNcclDiagnosis(undefined, prefixed)?.line, "vm:941:941 [0] NCCL INFO NET/IB : No device found.");
+    // A firm cause elsewhere stays; the transport is added.
+    const oom = { kind: "cuda-oom", line: "torch.OutOfMemoryError: CUDA out of memory.", hint: "h" };
+    assert.deepEqual(refineNcclDiagnosis(oom, net), { ...oom, transport: "NET/Socket" });
+    assert.equal(refineNcclDiagnosis(undefined, fixture("p2p.nccl.log")), undefined);
+});
+
+test("the catalog entry's weak pattern is in the JS/Python common subset and matches only the NET/IB line", () => {
+    const [p] = NCCL_SOCKET_FALLBACK_ENTRY.weakPatterns!;
+    assert.deepEqual(NCCL_SOCKET_FALLBACK_ENTRY.patterns, []);
+    assert.doesNotMatch(p, /\\[dDwWsSbBAZzpPk]|\(\?<|\(\?P|\(\?[imsx]/);
+    const hits = fixture("hca-missing.nccl.log").split("\n").filter(l => new RegExp(p, "s").test(l));
+    assert.deepEqual(hits, ["vm:941:941 [0] NCCL INFO NET/IB : No device found."]);
+    assert.ok(/^[\x20-\x7e]*$/.test(NCCL_SOCKET_FALLBACK_ENTRY.hint));
+    for (const s of ["spark-vllm:hosts[].fabric.hcas", "rocep1s0f1", "roceP2p1s0f1", "/dev/infiniband", "IPC_LOCK", "memlock unlimited"]) {
+        assert.ok(NCCL_SOCKET_FALLBACK_ENTRY.hint.includes(s), s);
+    }
+});
+
+test("fabric.py's JSON: bus bandwidth per size, transport, versions", () => {
+    const p2p = parseFabricOutput(fixture("p2p.out"))!;
+    assert.equal(p2p.transport, "P2P");
+    assert.deepEqual(p2p.busbwGBps, { "1MiB": 41.117, "16MiB": 219.385, "256MiB": 299.6 });
+    assert.equal(p2p.ncclVersion, "2.28.9+cuda13.0");
+    assert.equal(p2p.torchVersion, "2.11.0+cu130");
+    const sock = parseFabricOutput(fixture("socket.out"))!;
+    assert.equal(sock.transport, "NET/Socket");
+    assert.deepEqual(sock.busbwGBps, { "1MiB": 2.79, "16MiB": 4.246, "256MiB": 4.195 });
+    assert.ok(p2p.busbwGBps["256MiB"] > 50 * sock.busbwGBps["256MiB"]);
+    // torchrun: both ranks print; the last line is rank 1's object.
+    assert.equal(parseFabricOutput(fixture("torchrun.out"))?.rank, 1);
+    // A failed check ends with progress, not JSON.
+    assert.equal(parseFabricOutput(fixture("hca-missing.out")), undefined);
+    assert.equal(parseFabricOutput(""), undefined);
+});
+
+test("busbw formula (nccl-tests PERFORMANCE.md) reproduces the measured figures", () => {
+    for (const name of ["p2p.out", "socket.out", "socket-lo.out"]) {
+        for (const r of parseFabricOutput(fixture(name))!.results) {
+            const { busbwGBps } = allReduceBusBandwidth(r.bytes, r.timeUs / 1e6, 2);
+            assert.ok(Math.abs(busbwGBps - r.busbwGBps) <= r.busbwGBps * 0.01, `${name} ${r.bytes}`);
+        }
+    }
+    assert.deepEqual(allReduceBusBandwidth(1e9, 1, 4), { algbwGBps: 1, busbwGBps: 1.5 });
+});
+
+test("transport classes", () => {
+    assert.equal(transportClass("NET/IB/0/GDRDMA"), "NET/IB");
+    assert.equal(transportClass("NET/Socket/1"), "NET/Socket");
+    assert.equal(transportClass("P2P/CUMEM"), "P2P");
+    assert.equal(transportClass("SHM/direct/direct"), "SHM");
+    assert.equal(summariseTransport(["P2P", "NET/IB"]), "NET/IB+P2P");
+    assert.equal(summariseTransport([]), undefined);
+});
