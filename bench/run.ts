@@ -4,6 +4,7 @@
 //   npm run bench -- --quick      one run each, 2 hosts, small load time → a temp dir (CI: proves it works)
 //   BENCH_QUICK=1 npm run bench   the same
 //   --out DIR                     write results.json / results.md to DIR instead
+//   --only diagnose               only the diagnosis bench (bench/diagnose.ts): no root, no sim, seconds
 //
 // Every figure is the median of several runs with min and max; results.json also holds each run.
 // Between scenarios the stack is destroyed, the hosts are checked for leftovers and faults are
@@ -17,10 +18,18 @@ import { SimStackOptions, leftovers as simLeftovers, simStack as sharedSimStack 
 import { Report, Stack, destroy as engineDestroy, up as engineUp } from "../tests/engine/engine";
 import { CriticalPath, Row, criticalPath, fingerprint, fmt, machine, markdown, round, source, summarize, work } from "./lib";
 import { Evaluation, evaluateOnce } from "./evaluate";
+import { diagnoseBench } from "./diagnose";
+import { resourceNames } from "../components/naming";
+
+const N = resourceNames();
+/** Commands that start a process: the Ray head, a Ray worker, vLLM. */
+const isLaunch = (name: string) => name === N.of("ray-head") || name === N.of("vllm-launch") || name.endsWith("-ray");
 
 const argv = process.argv.slice(2);
 const QUICK = argv.includes("--quick") || ["1", "true", "yes"].includes(String(process.env.BENCH_QUICK ?? "").toLowerCase());
 const outArg = argv.indexOf("--out");
+const onlyArg = argv.indexOf("--only");
+const ONLY = onlyArg >= 0 ? argv[onlyArg + 1] : undefined;
 
 const P = QUICK
     ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
@@ -145,7 +154,7 @@ async function upScenario(n: number, run: number): Promise<UpRun> {
         const flag = mustSucceed(await up(stack), `up with ${FLAG} on ${n} hosts`);
         const f = work(flag);
         const flagChanged = flag.ops.filter(o => o.op !== "same").map(o => o.name);
-        const expected = ["spark-model-launch", "spark-model-probe"];
+        const expected = [N.of("vllm-launch"), N.of("endpoint-probe")];
         const result: UpRun = {
             hosts: n,
             wallSeconds: secs(fresh.wallMs),
@@ -168,12 +177,12 @@ async function crashScenario(run: number): Promise<{ seconds: number; kind: stri
     try {
         await sim.setFaults("spark-a", CRASH);
         const r = await up(stack);
-        const error = mustFail(r, "up with a crash during load", /spark-model-probe[\s\S]*root cause: RuntimeError: CUDA error: an illegal memory access/);
+        const error = mustFail(r, "up with a crash during load", new RegExp(`${N.of("endpoint-probe")}[\\s\\S]*root cause: RuntimeError: CUDA error: an illegal memory access`));
         const logText = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
         const at = /SIM_CRASH_AT (\d+\.\d+)/.exec(logText);
         if (!at) throw new Error("the stand-in's log has no SIM_CRASH_AT line");
-        const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed);
-        if (!probe) throw new Error("no failed spark-model-probe op");
+        const probe = r.ops.find(o => o.name === N.of("endpoint-probe") && o.failed);
+        if (!probe) throw new Error(`no failed ${N.of("endpoint-probe")} op`);
         const seconds = round((r.startedAt + probe.endMs - Number(at[1]) * 1000) / 1000);
         const kind = /kind: (\S+)/.exec(error)?.[1] ?? "none";
         log(`crash #${run}: failed ${seconds} s after the crash (kind ${kind})`);
@@ -188,9 +197,9 @@ async function hangScenario(run: number): Promise<{ seconds: number; probeSecond
     try {
         await sim.setFaults("spark-a", { nccl_hang: true });
         const r = await up(stack);
-        mustFail(r, "up with an NCCL hang", new RegExp(`spark-model-probe[\\s\\S]*did not become healthy within ${HANG_TIMEOUT} s`));
-        const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed);
-        if (!probe) throw new Error("no failed spark-model-probe op");
+        mustFail(r, "up with an NCCL hang", new RegExp(`${N.of("endpoint-probe")}[\\s\\S]*did not become healthy within ${HANG_TIMEOUT} s`));
+        const probe = r.ops.find(o => o.name === N.of("endpoint-probe") && o.failed);
+        if (!probe) throw new Error(`no failed ${N.of("endpoint-probe")} op`);
         const probeSeconds = secs(probe.endMs - probe.startMs);
         const seconds = round(probeSeconds - HANG_TIMEOUT);
         log(`hang #${run}: probe ran ${probeSeconds} s, failed ${seconds} s after its ${HANG_TIMEOUT} s timeout`);
@@ -205,10 +214,10 @@ async function compatScenario(run: number): Promise<{ seconds: number; processSe
     try {
         const started = Date.now();
         const r = await up(stack);
-        mustFail(r, "up with the 0.14.0 image", /spark-model-compat[\s\S]*Qwen3_5MoeForConditionalGeneration/);
-        const verdict = r.ops.find(o => o.name === "spark-model-compat" && o.failed);
-        if (!verdict) throw new Error("no failed spark-model-compat op");
-        const launches = r.ops.filter(o => o.name.endsWith("-launch")).length;
+        mustFail(r, "up with the 0.14.0 image", new RegExp(`${N.of("compat")}[\\s\\S]*Qwen3_5MoeForConditionalGeneration`));
+        const verdict = r.ops.find(o => o.name === N.of("compat") && o.failed);
+        if (!verdict) throw new Error(`no failed ${N.of("compat")} op`);
+        const launches = r.ops.filter(o => isLaunch(o.name)).length;
         const out = { seconds: secs(verdict.endMs), processSeconds: secs(r.startedAt + verdict.endMs - started), launches };
         log(`compat #${run}: 0.14.0 refused ${out.seconds} s after up started (${out.processSeconds} s incl. process start), ${launches} launches`);
         return out;
@@ -265,6 +274,10 @@ function evaluations(): Evaluation[] {
 }
 
 async function main(): Promise<void> {
+    if (ONLY !== undefined) {
+        if (ONLY !== "diagnose") throw new Error(`--only ${ONLY}: the benches that run alone are: diagnose`);
+        return diagnoseBench({ quick: QUICK, outDir: outArg >= 0 ? path.resolve(argv[outArg + 1]) : undefined });
+    }
     if (process.getuid?.() !== 0) throw new Error("the bench needs root for the simulated hosts (network namespaces, dockerd, sshd)");
     const outDir = outArg >= 0 ? path.resolve(argv[outArg + 1]) : QUICK ? fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-quick-")) : __dirname;
     const m = machine();

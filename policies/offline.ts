@@ -2,7 +2,7 @@
 // rule's verdict on them. Used by `spark-vllm plan` and by the stack tests.
 import { ClusterPlan } from "../components/plan";
 import { UNKNOWN, policies } from "./rules";
-import { COMMAND, CONTAINER, plannedResources } from "../components/resources";
+import { COMMAND, CONTAINER, GATE, plannedResources } from "../components/resources";
 
 export interface OfflineResource {
     type: string;
@@ -22,7 +22,7 @@ export interface Verdict {
  * resources' outputs (a container's image digest, the API key on stdin) is unknown.
  */
 export function planResources(plan: ClusterPlan, stack = "stack"): OfflineResource[] {
-    return plannedResources(plan).map(r => {
+    return plannedResources(plan).filter(r => r.type !== GATE).map(r => {
         const props: Record<string, any> = { ...r.inputs };
         if (r.type === CONTAINER) props.image = UNKNOWN;
         if (r.type === COMMAND && r.secretStdin) props.stdin = UNKNOWN;

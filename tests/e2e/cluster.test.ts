@@ -8,6 +8,11 @@ import * as path from "node:path";
 import { Sim, startSim } from "../sim/hosts";
 import { SimStackOptions, leftovers as simLeftovers, simStack as sharedSimStack } from "../sim/stacks";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
+import { resourceNames } from "../../components/naming";
+
+const N = resourceNames();
+/** Commands that start a process: the Ray head, a Ray worker, vLLM. */
+const isLaunch = (name: string) => name === N.of("ray-head") || name === N.of("vllm-launch") || name.endsWith("-ray");
 
 if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
 
@@ -76,7 +81,7 @@ describe("up, update and destroy on two simulated Sparks", () => {
         stack.config["spark-vllm:vllm"] = { ...(stack.config["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] };
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
-        assert.deepEqual(names(r), ["spark-model-launch", "spark-model-probe"]);
+        assert.deepEqual(names(r), [N.of("vllm-launch"), N.of("endpoint-probe")]);
         const log = await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
         assert.match(log.stdout, /--enable-prefix-caching/);
         const models = await http(`http://${sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });
@@ -86,7 +91,7 @@ describe("up, update and destroy on two simulated Sparks", () => {
     test("destroy leaves no container, process or port behind on any host", async () => {
         const r = await destroy(stack);
         assert.deepEqual(r.errors, []);
-        const stop = r.ops.find(o => o.op === "delete" && o.name === "spark-model-launch");
+        const stop = r.ops.find(o => o.op === "delete" && o.name === N.of("vllm-launch"));
         assert.ok(stop && stop.actions === 1, "the vLLM launch's delete ran");
         // vLLM was stopped by its delete (SIGTERM, clean shutdown), not killed with its container.
         const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
@@ -103,13 +108,13 @@ describe("failures stop up with the cause", () => {
         try {
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /spark-model-compat/);
+            assert.match(error, new RegExp(N.of("compat")));
             assert.match(error, /Qwen3_5MoeForConditionalGeneration/);
             assert.match(error, /vLLM 0\.14\.0/);
             assert.match(error, /supported from vLLM 0\.17\.0/);
             assert.match(error, /Copying model files between vLLM versions does not work/);
-            assert.ok(!r.ops.some(o => o.name.endsWith("-launch")), "nothing launched");
-            const verdict = r.ops.find(o => o.name === "spark-model-compat")!;
+            assert.ok(!r.ops.some(o => isLaunch(o.name)), "nothing launched");
+            const verdict = r.ops.find(o => o.name === N.of("compat"))!;
             console.log(`compatibility verdict ${(verdict.endMs / 1000).toFixed(1)} s after up started (wall ${(Date.now() - started) / 1000} s incl. process start)`);
             assert.ok(verdict.endMs - verdict.startMs < 15_000, "the check itself takes seconds");
         } finally {
@@ -123,13 +128,13 @@ describe("failures stop up with the cause", () => {
         try {
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /spark-model-probe/);
+            assert.match(error, new RegExp(N.of("endpoint-probe")));
             assert.match(error, /kind: cuda-error/);
             assert.match(error, /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
             assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
             const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
             const crashAt = Number(/SIM_CRASH_AT (\d+\.\d+)/.exec(log)?.[1]) * 1000;
-            const probe = r.ops.find(o => o.name === "spark-model-probe" && o.failed)!;
+            const probe = r.ops.find(o => o.name === N.of("endpoint-probe") && o.failed)!;
             const delay = (r.startedAt + probe.endMs - crashAt) / 1000;
             console.log(`crash reported ${delay.toFixed(2)} s after the crash`);
             assert.ok(delay >= 0 && delay < 3, `reported ${delay} s after the crash`);
@@ -160,7 +165,7 @@ describe("failures stop up with the cause", () => {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /spark-b/);
-            assert.ok(!r.ops.some(o => o.name === "spark-model-launch"), "vLLM never launched");
+            assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
             await sim.setHostDown("spark-b", false);
             await destroy(stack);
@@ -174,7 +179,7 @@ describe("failures stop up with the cause", () => {
         try {
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /spark-ray-spark-b-launch/);
+            assert.match(error, new RegExp(N.host("spark-b", "ray")));
             assert.match(error, /Unable to connect to GCS at 198\.18\.0\.2:6379/);
         } finally {
             await sim.setFaults("spark-b", null);
@@ -188,11 +193,11 @@ describe("failures stop up with the cause", () => {
         try {
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /spark-ray-head-probe/);
+            assert.match(error, new RegExp(N.of("ray-probe")));
             assert.match(error, /Ray cluster incomplete after 8 s: 1 of 2 nodes, 2 of 2 GPUs joined the head at 198\.18\.0\.2:6379/);
             assert.match(error, /spark-b \(198\.18\.0\.3\) did not join/);
             assert.match(error, /a node joined from 198\.18\.0\.250 \(1 GPU\), which is no host's fabric address/);
-            assert.ok(!r.ops.some(o => o.name === "spark-model-launch"), "vLLM never launched");
+            assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
             await sim.setFaults("spark-b", null);
             await destroy(stack);
@@ -274,7 +279,7 @@ describe("model weights on every host", () => {
             const error = failure(r);
             assert.match(error, /the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/);
             assert.match(error, new RegExp(`spark-b: missing ${SHARD.replace(/[.]/g, "\\.")}`));
-            assert.ok(!r.ops.some(o => o.name.endsWith("-launch") || o.name === "spark-model-compat"), "nothing launched");
+            assert.ok(!r.ops.some(o => isLaunch(o.name) || o.name === N.of("compat")), "nothing launched");
         } finally {
             await destroy(stack);
             await sim.writeModel("spark-b", sim.models[0]);

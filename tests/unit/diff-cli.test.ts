@@ -49,11 +49,12 @@ for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "mode
             const triggers = flat(rec.inputs.triggers);
             const own = p.inputs.triggers;
             assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
-            // Then one value per name it follows: a resource's id, or a gate's value (an agreement, the key's digest).
+            // Then one value per name it follows: a resource's id, or a value: a gate's (an agreement) or the API key's digest.
+            const values = new Set([...gates, n.of("api-key")]);
             const rest = triggers.slice(own.length);
             assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
             p.replacedBy.forEach((follows, i) => {
-                if (gates.has(follows)) assert.ok(typeof rest[i] === "string" && !String(rest[i]).endsWith("-id"), `${p.name}: ${follows} gives a value`);
+                if (values.has(follows)) assert.ok(typeof rest[i] === "string" && !String(rest[i]).endsWith("-id"), `${p.name}: ${follows} gives a value`);
                 else assert.equal(rest[i], `${follows}-id`, `${p.name}: follows ${follows}`);
             });
         }
