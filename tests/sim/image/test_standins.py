@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Tests for the ray / vllm stand-ins. No root, no Docker: local processes on 127.0.0.x.
 
-Run:  python3 tests/sim/image/test_standins.py      (about 30-40 s)
+Run:  python3 tests/sim/image/test_standins.py      (about 60-80 s)
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -99,7 +100,8 @@ class StandIns(unittest.TestCase):
         cls.faults = os.path.join(hf, "sim-faults.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "VLLM_"))}
         env.update(HF_HOME=hf, VLLM_SIM_LOCK_DIR=os.path.join(cls.root, "locks"), VLLM_SIM_RELEASE=cls.release, PYTHONPATH=PYDIR,
-                   RAY_SIM_DEAD_AFTER_SECONDS="3", RAY_SIM_CONNECT_TIMEOUT_SECONDS="2")
+                   RAY_SIM_DEAD_AFTER_SECONDS="3", RAY_SIM_CONNECT_TIMEOUT_SECONDS="2",
+                   VLLM_CACHE_ROOT=os.path.join(cls.root, "vllm-cache"))
         cls.env = env
         cls.head = Host(cls.root, "a", "127.0.0.1", env)
         cls.worker = Host(cls.root, "b", "127.0.0.2", env)
@@ -142,6 +144,10 @@ class StandIns(unittest.TestCase):
     def read(self, name):
         with open(self.log(name)) as f:
             return f.read()
+
+    def plain(self, name):
+        """The log without vLLM's per-process prefixes, e.g. '(APIServer pid=12) '."""
+        return re.sub(r"^\([A-Za-z0-9_]+ pid=\d+\) ", "", self.read(name), flags=re.M)
 
     def assert_cause_before_wrapper(self, text, cause):
         self.assertIn(cause, text)
@@ -273,7 +279,8 @@ class StandIns(unittest.TestCase):
         for name, faults, cause in cases:
             self.set_faults(**faults)
             procs.append((name, cause, self.serve(name, free_port())))
-            time.sleep(0.4)  # each reads the faults file at start
+            # each reads the faults file at start: wait for its first line before writing the next one
+            wait_for(lambda: os.path.getsize(self.log(name)) > 0, 15, 0.05)
         for name, cause, p in procs:
             self.assertEqual(p.wait(20), 1, self.read(name))
             self.assert_cause_before_wrapper(self.read(name), cause)
@@ -297,6 +304,246 @@ class StandIns(unittest.TestCase):
         self.assertEqual(p.wait(20), 1)
         self.assert_cause_before_wrapper(self.read("pg"), "ValueError: Cannot provide a placement group requiring "
                                                           "2 GPUs")
+
+    # ------------------------------------------------------------------ second round: mp launch, GB10 memory, images
+    def release_file(self, name, **fields):
+        with open(self.release) as f:
+            data = json.load(f)
+        data.update(fields)
+        path = os.path.join(self.root, "release-%s.json" % name)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def image_copy(self, name, release):
+        """The stand-in tree as tests/sim/image.ts stages it for a tag (no ray package or CLI when release.ray is null)."""
+        dest = os.path.join(self.root, "image-" + name)
+        no_ray = release.get("ray", "x") is None
+        ignore = lambda d, names: [n for n in names if n == "__pycache__" or (no_ray and n == "ray")]
+        shutil.copytree(BIN, os.path.join(dest, "bin"), ignore=ignore)
+        shutil.copytree(PYDIR, os.path.join(dest, "python"), ignore=ignore)
+        return dest
+
+    def serve1(self, name, *extra, env=None, port=None, host=None, binary=None):
+        """Single-host launch (TP=1): plain `vllm serve`, no Ray, no executor-backend flag."""
+        port = port or free_port()
+        args = ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
+                "--host", "127.0.0.1", "--port", str(port), "--gpu-memory-utilization", "0.85",
+                "--max-model-len", "32768"] + list(extra)
+        h = host or self.head
+        if binary:
+            f = open(self.log(name), "w")
+            p = subprocess.Popen([binary] + args[1:], env=dict(h.env, **(env or {})), stdout=f,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            f.close()
+            h.procs.append(p)
+        else:
+            p = h.spawn(*args, log=self.log(name), extra=env)
+        return p, port
+
+    def wait_healthy(self, port, p, name, timeout=30):
+        ok = wait_for(lambda: (p.poll() is not None and "dead") or
+                      (self._listening(port) and http("http://127.0.0.1:%d/health" % port)[0] == 200), timeout)
+        self.assertEqual(ok, True, self.read(name))
+
+    def stop(self, p):
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(15), 0)
+
+    def test_7_mp_two_nodes(self):
+        # vLLM's own multi-node launch (vllm-project/vllm#23691): no Ray, one `vllm serve` per host
+        mport, port = free_port(), free_port()
+        common = ["--tensor-parallel-size", "2", "--nnodes", "2", "--master-addr", "127.0.0.1",
+                  "--master-port", str(mport)]
+        head, _ = self.serve1("mp-head", "--node-rank", "0", *common, port=port)
+        time.sleep(1.0)
+        self.assertIsNone(head.poll(), self.read("mp-head"))
+        self.assertNotIn("Application startup complete.", self.read("mp-head"), "the head waits for every node")
+        worker = self.worker.spawn("vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--max-model-len", "32768",
+                                   "--gpu-memory-utilization", "0.85", "--node-rank", "1", "--headless", *common,
+                                   log=self.log("mp-worker"))
+        self.wait_healthy(port, head, "mp-head")
+        head_log, worker_log = self.read("mp-head"), self.read("mp-worker")
+        self.assertIn("Application startup complete.", head_log)
+        self.assertNotIn("RayWorkerWrapper", head_log)
+        self.assertIn("(Worker_TP0 pid=", head_log)
+        self.assertIn("world_size=2 rank=0 local_rank=0 distributed_init_method=tcp://127.0.0.1:%d backend=nccl"
+                      % mport, head_log)
+        self.assertIn("Launching vLLM (v0.17.1) headless multiproc executor, with head node address 127.0.0.1:%d for "
+                      "torch.distributed process group." % mport, worker_log)
+        self.assertIn("(Worker_TP1 pid=", worker_log)
+        self.assertIn("world_size=2 rank=1 local_rank=0", worker_log)
+        self.assertNotIn("Uvicorn", worker_log + head_log)
+        code, body = http("http://127.0.0.1:%d/v1/completions" % port, {"model": "qwen3.5-122b", "prompt": "hi",
+                                                                         "max_tokens": 3})
+        self.assertEqual(code, 200, body)
+        self.stop(head)
+        self.stop(worker)
+
+    def test_8_mp_missing_node_and_misuse(self):
+        # head alone: torch's TCPStore timeout on the head, after the real interval + 1
+        self.set_faults(mp_join_timeout_seconds=2)
+        head, _ = self.serve1("mp-alone", "-tp", "2", "--nnodes", "2", "--node-rank", "0",
+                              "--master-addr", "127.0.0.1", "--master-port", str(free_port()))
+        self.assertEqual(head.wait(20), 1, self.read("mp-alone"))
+        self.assert_cause_before_wrapper(self.read("mp-alone"), "torch.distributed.DistStoreError: Timed out after 3 "
+                                                                "seconds waiting for clients. 1/2 clients joined.")
+        # headless node without a head: torch's client socket timeout, then the executor's exception
+        self.set_faults(mp_connect_timeout_seconds=1)
+        mport = free_port()
+        w = self.worker.spawn("vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--max-model-len", "32768", "-tp", "2",
+                              "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--master-port",
+                              str(mport), "--headless", log=self.log("mp-nohead"))
+        self.assertEqual(w.wait(20), 1, self.read("mp-nohead"))
+        text = self.read("mp-nohead")
+        self.assertIn("[c10d] The client socket has timed out after 1000ms while trying to connect to (127.0.0.1, %d)."
+                      % mport, text)
+        self.assertIn("torch.distributed.DistNetworkError: The client socket has timed out after 1000ms", text)
+        self.assertIn("WorkerProc failed to start.", text)
+        self.assertLess(text.index("DistNetworkError"), text.rindex(
+            "Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace "
+            "for root cause."))
+        os.remove(self.faults)
+        # --nnodes with the Ray backend; TP 2 on one host without --nnodes or Ray (vllm/config/parallel.py)
+        p, _ = self.serve1("mp-ray", "-tp", "2", "--nnodes", "2", "--node-rank", "0", "--distributed-executor-backend",
+                           "ray")
+        self.assertEqual(p.wait(15), 1)
+        self.assertIn("Value error, nnodes > 1 can only be set when distributed executor backend is mp, uni or "
+                      "external_launcher.", self.read("mp-ray"))
+        p, _ = self.serve1("tp2-alone", "-tp", "2")
+        self.assertEqual(p.wait(15), 1)
+        self.assertIn("World size (2) is larger than the number of available GPUs (1) in this node. If this is "
+                      "intentional and you are using:\n- ray, set '--distributed-executor-backend ray'.\n"
+                      "- multiprocessing, set '--nnodes' appropriately.", self.plain("tp2-alone"))
+        # vLLM before 0.11 has no multi-node flags at all: argparse refuses them
+        old = self.release_file("old", version="0.10.2")
+        p, _ = self.serve1("mp-old", "-tp", "2", "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                           env={"VLLM_SIM_RELEASE": old})
+        self.assertEqual(p.wait(15), 2)
+        self.assertIn("vllm serve: error: unrecognized arguments: --nnodes 2 --node-rank 0 --master-addr 127.0.0.1",
+                      self.read("mp-old"))
+
+    def test_9_page_cache_flush_and_held_memory(self):
+        # the page cache eats free memory: vLLM's own start-up check refuses (vllm/v1/worker/utils.py request_memory)
+        self.set_faults(page_cache_gib=20)
+        r = self.head.py("import simcommon as sc, json; print(json.dumps(sc.gpu_memory())); print(sc.mem_get_info())")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mem = json.loads(r.stdout.splitlines()[0])
+        self.assertEqual((mem["total_gib"], mem["free_gib"], mem["page_cache_gib"]), (121.69, 92.0, 20.0))
+        p, _ = self.serve1("pagecache")
+        self.assertEqual(p.wait(20), 1)
+        self.assert_cause_before_wrapper(self.read("pagecache"), (
+            "ValueError: Free memory on device cuda:0 (92.00/121.69 GiB) on startup is less than desired GPU memory "
+            "utilization (0.85, 103.44 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes."))
+        # the sim's stand-in for `sync; echo 3 > /proc/sys/vm/drop_caches`
+        time.sleep(0.05)
+        r = subprocess.run([sys.executable, os.path.join(PYDIR, "simcommon.py"), "drop-caches"], env=self.head.env,
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([sys.executable, os.path.join(PYDIR, "simcommon.py"), "gpu"], env=self.head.env,
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(json.loads(r.stdout)["free_gib"], 112.0)
+        p, port = self.serve1("flushed")
+        self.wait_healthy(port, p, "flushed")
+        self.stop(p)
+        # new faults written after the flush count again; memory held by another process is not flushable
+        time.sleep(0.05)
+        self.set_faults(memory_held_gib=15)
+        subprocess.run([sys.executable, os.path.join(PYDIR, "simcommon.py"), "drop-caches"], env=self.head.env,
+                       timeout=10)
+        p, _ = self.serve1("held")
+        self.assertEqual(p.wait(20), 1)
+        self.assertIn("Free memory on device cuda:0 (97.00/121.69 GiB) on startup", self.read("held"))
+        self.set_faults(page_cache_gib=30)
+        self.assertEqual(json.loads(subprocess.run(
+            [sys.executable, os.path.join(PYDIR, "simcommon.py"), "gpu"], env=self.head.env, capture_output=True,
+            text=True, timeout=10).stdout)["page_cache_gib"], 30.0, "a flush before the faults were set does not count")
+
+    def test_91_compile_cache(self):
+        self.set_faults(compile_seconds=3)
+        root = os.path.join(self.root, "compile-cache")
+        t = time.time()
+        p, port = self.serve1("cold", env={"VLLM_CACHE_ROOT": root})
+        self.wait_healthy(port, p, "cold")
+        cold = time.time() - t
+        self.stop(p)
+        t = time.time()
+        p, port = self.serve1("warm", env={"VLLM_CACHE_ROOT": root})
+        self.wait_healthy(port, p, "warm")
+        warm = time.time() - t
+        self.stop(p)
+        self.assertRegex(self.read("cold"), r"Using cache directory: %s/torch_compile_cache/[0-9a-f]{10}/rank_0_0/"
+                                             r"backbone for vLLM's torch.compile" % root)
+        self.assertRegex(self.read("cold"), r"Compiling a graph for compile range \(1, 8192\) takes 3\.\d\d s")
+        self.assertRegex(self.read("warm"), r"Directly load the compiled graph\(s\) for compile range \(1, 8192\) from "
+                                            r"the cache, took 0\.\d+ s")
+        self.assertGreater(cold - warm, 2.0, (cold, warm))
+        # other flags: another graph; --enforce-eager: no torch.compile at all
+        p, port = self.serve1("other-len", "--kv-cache-dtype", "fp8", env={"VLLM_CACHE_ROOT": root})
+        self.wait_healthy(port, p, "other-len")
+        self.stop(p)
+        self.assertIn("Compiling a graph", self.read("other-len"))
+        p, port = self.serve1("eager", "--enforce-eager", env={"VLLM_CACHE_ROOT": root})
+        self.wait_healthy(port, p, "eager")
+        self.stop(p)
+        self.assertNotIn("torch.compile", self.read("eager"))
+
+    def test_92_bad_images(self):
+        # no-ray: the image has neither the ray package nor the CLI; vLLM's own error for the Ray backend
+        rel = {"ray": None}
+        img = self.image_copy("no-ray", rel)
+        norel = self.release_file("no-ray", **rel)
+        env = {"VLLM_SIM_RELEASE": norel, "PYTHONPATH": os.path.join(img, "python")}
+        self.assertFalse(os.path.exists(os.path.join(img, "bin", "ray")))
+        r = subprocess.run([sys.executable, "-c", "import ray"], env=dict(self.head.env, **env), capture_output=True,
+                           text=True, timeout=10)
+        self.assertIn("ModuleNotFoundError: No module named 'ray'", r.stderr)
+        p, _ = self.serve1("no-ray", "-tp", "2", "--distributed-executor-backend", "ray", env=env,
+                           binary=os.path.join(img, "bin", "vllm"))
+        self.assertEqual(p.wait(15), 1)
+        self.assertIn("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig\n"
+                      "  Value error, Failed to import Ray: No module named 'ray'.Please install Ray with "
+                      "`pip install ray`.", self.plain("no-ray"))
+        # ... while the Ray-free multi-node launch needs no Ray
+        p, _ = self.serve1("no-ray-mp", "-tp", "2", "--nnodes", "2", "--node-rank", "0", "--master-addr",
+                           "127.0.0.1", "--master-port", str(free_port()), env=dict(env, VLLM_SIM_FAULTS=os.devnull),
+                           binary=os.path.join(img, "bin", "vllm"))
+        time.sleep(1.5)
+        self.assertIsNone(p.poll(), self.read("no-ray-mp"))
+        p.kill()
+        p.wait()
+        # no-sm12x: torch's device warning, then CUDA's error at the first kernel
+        nosm = self.release_file("no-sm12x", cuda="12.6",
+                                 cuda_arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])
+        p, _ = self.serve1("no-sm12x", env={"VLLM_SIM_RELEASE": nosm})
+        self.assertEqual(p.wait(20), 1)
+        text = self.read("no-sm12x")
+        self.assertIn("NVIDIA GB10 with CUDA capability sm_121 is not compatible with the current PyTorch installation.\n"
+                      "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+                      self.plain("no-sm12x"))
+        self.assert_cause_before_wrapper(text, "torch.AcceleratorError: CUDA error: no kernel image is available for "
+                                               "execution on the device")
+        self.assertIn("Search for `cudaErrorNoKernelImageForDevice' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+                      "group__CUDART__TYPES.html for more information.", text)
+        # cuda-too-new: CUDA 13.2 with PTX only for Blackwell on the 580 (CUDA 13.0) driver
+        new = self.release_file("cuda-too-new", cuda="13.2", cuda_arch_list=["sm_80", "sm_90", "sm_100", "compute_120"])
+        p, _ = self.serve1("cuda-too-new", env={"VLLM_SIM_RELEASE": new})
+        self.assertEqual(p.wait(20), 1)
+        self.assert_cause_before_wrapper(self.read("cuda-too-new"), "torch.AcceleratorError: CUDA error: the provided "
+                                                                    "PTX was compiled with an unsupported toolchain.")
+        # the same image on a driver that is new enough (fault driver_version) serves
+        self.set_faults(driver_version="595.45.04")
+        r = subprocess.run([sys.executable, os.path.join(PYDIR, "simcommon.py"), "gpu"],
+                           env=dict(self.head.env, VLLM_SIM_RELEASE=new), capture_output=True, text=True, timeout=10)
+        self.assertEqual(json.loads(r.stdout)["kernels"], "ptx")
+        # a runtime of a newer major than the driver: PyTorch's "driver too old"
+        major = self.release_file("cuda-major", cuda="13.0", cuda_arch_list=["sm_120"])
+        self.set_faults(driver_version="575.57.08")
+        p, _ = self.serve1("cuda-major", env={"VLLM_SIM_RELEASE": major})
+        self.assertEqual(p.wait(20), 1)
+        self.assertIn("RuntimeError: The NVIDIA driver on your system is too old (found version 12090).",
+                      self.read("cuda-major"))
 
     def test_6_stop(self):
         r = self.head.run("ray", "stop")

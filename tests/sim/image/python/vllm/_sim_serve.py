@@ -2,10 +2,16 @@
 
 Binds the port at once (not listening), resolves the model, checks the
 architecture against the image's release.json, joins the simulated Ray cluster
-(placement group of TP*PP GPUs), "loads" for load_seconds with real-looking
-log lines, and only then listens and serves an OpenAI-compatible API.
-Fault switches come from $HF_HOME/sim-faults.json (see simcommon.faults)."""
+(placement group of TP*PP GPUs) or, with --nnodes N > 1, vLLM's own multi-node
+rendezvous (--node-rank/--master-addr/--master-port, --headless on the other
+nodes), checks free memory and the CUDA build against the simulated GB10,
+"loads" for load_seconds (plus compile_seconds unless the compile cache has the
+graph) with real-looking log lines, and only then listens and serves an
+OpenAI-compatible API. Fault switches come from $HF_HOME/sim-faults.json (see
+simcommon.faults and tests/sim/README.md)."""
+import hashlib
 import json
+import math
 import os
 import random
 import secrets
@@ -19,10 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import simcommon as sc
 
 PY = "/usr/local/lib/python3.12/dist-packages"
-GPU_TOTAL_GIB = 119.70
 TOKENS_PER_GIB = 13054  # KV tokens per GiB (Qwen3.5-122B-ish, FP8 KV off)
 
 STOP = threading.Event()
+GIB = 1024 ** 3
 
 
 class Fatal(Exception):
@@ -36,7 +42,7 @@ class Fatal(Exception):
 
 class Log:
     def __init__(self, tag, pid, sub=None):
-        self.prefix = "(%s pid=%d) " % (tag, pid)
+        self.prefix = "(%s pid=%d) " % (tag, pid) if tag else ""
         if sub:
             self.prefix += sub + " "
 
@@ -117,6 +123,57 @@ WRAPPER_FRAMES = SERVER_FRAMES + [
     (PY + "/vllm/v1/engine/utils.py", 785, "wait_for_engine_startup", "raise RuntimeError("),
 ]
 
+# create_engine_config building the ParallelConfig (pydantic dataclass: __post_init__/validators -> ValidationError)
+PARALLEL_FRAMES = SERVER_FRAMES + [
+    (PY + "/vllm/entrypoints/openai/api_server.py", 178, "build_async_engine_client_from_engine_args",
+     "vllm_config = engine_args.create_engine_config(usage_context=usage_context)"),
+    (PY + "/vllm/engine/arg_utils.py", 1520, "create_engine_config", "parallel_config = ParallelConfig("),
+    (PY + "/pydantic/_internal/_dataclasses.py", 121, "__init__",
+     "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"),
+]
+
+# `vllm serve --headless` (vllm/entrypoints/cli/serve.py run_headless)
+HEADLESS_FRAMES = [
+    ("/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())"),
+    (PY + "/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+    (PY + "/vllm/entrypoints/cli/serve.py", 111, "cmd", "run_headless(args)"),
+]
+
+# the worker process of the multiproc executor, up to the device set-up
+WORKER_FRAMES = [
+    (PY + "/vllm/v1/executor/multiproc_executor.py", 571, "worker_main", "worker = WorkerProc(*args, **kwargs)"),
+    (PY + "/vllm/v1/executor/multiproc_executor.py", 437, "__init__", "self.worker.init_device()"),
+    (PY + "/vllm/v1/worker/worker_base.py", 326, "init_device", "self.worker.init_device()  # type: ignore"),
+]
+
+DEVICE_FRAMES = [
+    (PY + "/vllm/v1/worker/gpu_worker.py", 239, "init_device",
+     "self.requested_memory = request_memory(self.init_snapshot, self.cache_config)"),
+    (PY + "/vllm/v1/worker/utils.py", 412, "request_memory", "raise ValueError("),
+]
+
+DIST_FRAMES = [
+    (PY + "/vllm/v1/worker/gpu_worker.py", 248, "init_device",
+     "init_worker_distributed_environment(self.vllm_config, self.rank,"),
+    (PY + "/vllm/v1/worker/gpu_worker.py", 912, "init_worker_distributed_environment",
+     "init_distributed_environment(parallel_config.world_size, rank,"),
+    (PY + "/vllm/distributed/parallel_state.py", 1226, "init_distributed_environment",
+     "torch.distributed.init_process_group("),
+    (PY + "/torch/distributed/c10d_logger.py", 81, "wrapper", "return func(*args, **kwargs)"),
+    (PY + "/torch/distributed/distributed_c10d.py", 1710, "init_process_group",
+     "store, rank, world_size = next(rendezvous_iterator)"),
+    (PY + "/torch/distributed/rendezvous.py", 195, "_tcp_rendezvous_handler",
+     "store = _create_c10d_store("),
+    (PY + "/torch/distributed/rendezvous.py", 163, "_create_c10d_store", "return TCPStore("),
+]
+
+KERNEL_FRAMES = [
+    (PY + "/vllm/v1/worker/gpu_model_runner.py", 3355, "load_model", "self.model = model_loader.load_model("),
+    (PY + "/vllm/model_executor/model_loader/base_loader.py", 50, "load_model",
+     "model = initialize_model(vllm_config=vllm_config,"),
+    (PY + "/torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)"),
+]
+
 ENGINE_FRAMES = [
     ("/usr/lib/python3.12/multiprocessing/process.py", 314, "_bootstrap", "self.run()"),
     ("/usr/lib/python3.12/multiprocessing/process.py", 108, "run", "self._target(*self._args, **self._kwargs)"),
@@ -150,9 +207,9 @@ def parse_args(argv):
             else:
                 opts[key] = argv[i + 1]
                 i += 1
-        elif a in ("-tp", "-pp", "-dp") and i + 1 < len(argv):
+        elif a in ("-tp", "-pp", "-dp", "-n", "-r") and i + 1 < len(argv):
             opts[{"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size",
-                  "-dp": "data-parallel-size"}[a]] = argv[i + 1]
+                  "-dp": "data-parallel-size", "-n": "nnodes", "-r": "node-rank"}[a]] = argv[i + 1]
             i += 1
         else:
             pos.append(a)
@@ -190,6 +247,7 @@ def resolve_model(model):
 
 class Server:
     def __init__(self, argv):
+        self.argv = list(argv)
         self.opts, pos = parse_args(argv)
         self.model = self.opts.get("model") or (pos[0] if pos else "Qwen/Qwen3-0.6B")
         names = self.opts.get("served-model-name")
@@ -224,8 +282,74 @@ class Server:
         self.path = None
         self.stats = {"prompt": 0, "gen": 0, "ok": 0}
         self.my_ip = sc.node_ip()
+        # vLLM's multi-node launch without Ray (vllm/config/parallel.py defaults)
+        self.nnodes = int(self.opts.get("nnodes") or 1)
+        self.node_rank = int(self.opts.get("node-rank") or 0)
+        self.master_addr = self.opts.get("master-addr") or "127.0.0.1"
+        self.master_port = int(self.opts.get("master-port") or 29501)
+        self.headless = bool(self.opts.get("headless"))
+        self.local_world = max(1, self.world // self.nnodes)
+        self.mp_peers = []
+        self.mp_lock = threading.Lock()
+        self.mp_srv = None
+        self.mp_conn = None
+        self.total_gib = sc.GPU_TOTAL_GIB
+        self.compile_cache_hit = None
+        self.wlog = None
 
     # ---------------------------------------------------------- failure helpers
+    def parallel_error(self, message):
+        """ParallelConfig refused the arguments (a pydantic dataclass: the ValueError becomes a ValidationError)."""
+        final = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig\n"
+                 "  Value error, %s [type=value_error, input_value=ArgsKwargs((), {'pipeline_parallel_size': %d, "
+                 "'tensor_parallel_size': %d, ...}), input_type=ArgsKwargs]\n"
+                 "    For further information visit https://errors.pydantic.dev/2.12/v/value_error"
+                 % (message, self.pp, self.tp))
+        frames = PARALLEL_FRAMES if not self.headless else HEADLESS_FRAMES + [
+            (PY + "/vllm/entrypoints/cli/serve.py", 190, "run_headless", "vllm_config = engine_args.create_engine_config("),
+        ] + PARALLEL_FRAMES[-2:]
+        self.api.traceback(frames, final)
+        raise Fatal(1)
+
+    def validate_parallel(self):
+        """vllm/config/parallel.py: ParallelConfig.__post_init__ and _verify_args, in that order."""
+        mp_era = self.mp_supported()
+        local = int(os.environ.get("VLLM_SIM_LOCAL_GPUS", "1"))
+        if self.backend in (None, True) and self.world > 1 and self.nnodes == 1 and mp_era and self.world > local:
+            self.parallel_error(
+                "World size (%d) is larger than the number of available GPUs (%d) in this node. If this is "
+                "intentional and you are using:\n- ray, set '--distributed-executor-backend ray'.\n"
+                "- multiprocessing, set '--nnodes' appropriately." % (self.world, local))
+        if self.nnodes > 1 and self.backend not in (None, True, "mp", "uni", "external_launcher"):
+            self.parallel_error("nnodes > 1 can only be set when distributed executor backend is mp, uni or "
+                                "external_launcher.")
+        if self.backend == "ray" and not sc.ray_importable():
+            # vllm/v1/executor/ray_utils.py assert_ray_available (no space after the first full stop, as in vLLM)
+            self.parallel_error("Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`.")
+
+    def mp_supported(self):
+        v = [int(p) for p in str(self.version).split(".")[:2] if p.isdigit()]
+        return tuple(v) >= (0, 11)
+
+    def check_mp_flags_known(self, argv):
+        """Before vLLM 0.11 (vllm-project/vllm#23691) the multi-node flags do not exist: argparse refuses them."""
+        if self.mp_supported():
+            return
+        unknown, i = [], 0
+        while i < len(argv):
+            a = argv[i]
+            name = a.split("=", 1)[0]
+            if name in ("--nnodes", "--node-rank", "--master-addr", "--master-port", "-n", "-r"):
+                unknown.append(a)
+                if "=" not in a and i + 1 < len(argv):
+                    unknown.append(argv[i + 1])
+                    i += 1
+            i += 1
+        if unknown:
+            sc.err("usage: vllm serve [model_tag] [options]")
+            sc.err("vllm serve: error: unrecognized arguments: %s" % " ".join(unknown))
+            raise Fatal(2)
+
     def config_error(self, final, chained=None):
         """APIServer-side failure while building the model config (no engine yet)."""
         if chained:
@@ -475,8 +599,11 @@ class Server:
 
     # ---------------------------------------------------------- ray
     def use_ray(self):
+        if self.nnodes > 1:
+            return False
         local = int(os.environ.get("VLLM_SIM_LOCAL_GPUS", "1"))
-        return self.backend == "ray" or (self.backend in (None, True) and self.world > local)
+        # before vLLM 0.11 a world larger than the node fell back to Ray; from 0.11 it is an error (validate_parallel)
+        return self.backend == "ray" or (self.backend in (None, True) and self.world > local and not self.mp_supported())
 
     def gcs_snapshot(self):
         try:
@@ -661,24 +788,293 @@ class Server:
             self.engine_dead(final, frames)
         self.engine_failed(final, frames)
 
+
+    # ---------------------------------------------------------- the simulated GB10
+    def worker_name(self, rank):
+        """Process tag of a multiproc worker (vllm/v1/executor/multiproc_executor.py: Worker_PP<p>_TP<t>)."""
+        pp_str = "PP%d" % (rank // self.tp) if self.pp > 1 else ""
+        tp_str = "TP%d" % (rank % self.tp) if self.tp > 1 else ""
+        suffix = pp_str + ("_" if pp_str and tp_str else "") + tp_str
+        return "Worker_" + suffix if suffix else "Worker"
+
+    def device_init(self, logs, fail):
+        """gpu_worker.init_device: CUDA init, torch's device warning, then vLLM's start-up free-memory check
+        (vllm/v1/worker/utils.py request_memory) - before the worker joins the process group."""
+        init_err = sc.cuda_init_error()
+        if init_err:
+            fail("RuntimeError: " + init_err, [
+                (PY + "/vllm/v1/worker/gpu_worker.py", 214, "init_device", "torch.cuda.set_device(self.device)"),
+                (PY + "/torch/cuda/__init__.py", 567, "set_device", "torch._C._cuda_setDevice(device)"),
+                (PY + "/torch/cuda/__init__.py", 410, "_lazy_init", "torch._C._cuda_init()")])
+        warn = sc.incompatible_device_warning()
+        if warn:
+            for w in logs:
+                w.raw("%s/torch/cuda/__init__.py:283: UserWarning: %s" % (PY, warn.split("\n", 1)[0]), "err")
+                for line in warn.split("\n")[1:]:
+                    w.raw(line, "err")
+                w.raw("  warnings.warn(incompatible_device_warn.format(device_name, capability, \" \".join(arch_list), "
+                      "device_name))", "err")
+        mem = sc.gpu_memory()
+        total, free = mem["total_gib"], mem["free_gib"]
+        requested = math.ceil(total * GIB * self.util) / GIB
+        if free * GIB < requested * GIB:
+            fail("ValueError: Free memory on device cuda:0 (%.2f/%.2f GiB) on startup is less than desired GPU memory "
+                 "utilization (%s, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+                 "processes." % (free, total, self.util, requested), DEVICE_FRAMES)
+        self.total_gib = total
+        return requested
+
+    def first_kernel(self, fail):
+        """The first CUDA kernel (model initialisation): an image without kernels for 12.1, or with PTX only from a
+        CUDA newer than the driver, fails here with CUDA's own error."""
+        err = sc.cuda_kernel_error()
+        if err:
+            fail(err.rstrip("\n"), KERNEL_FRAMES)
+
+    def compile_graph(self, w, rank):
+        """vLLM's torch.compile with its cache under VLLM_CACHE_ROOT (default ~/.cache/vllm): a second start with the same
+        model and flags loads the compiled graph instead of compiling (log lines as in vLLM 0.17's backends.py)."""
+        if self.opts.get("enforce-eager"):
+            return 0.0
+        key_src = json.dumps([self.version, self.path or self.model, self.tp, self.pp, self.max_len,
+                              self.opts.get("dtype"), self.opts.get("kv-cache-dtype"), self.opts.get("quantization"),
+                              self.opts.get("max-num-batched-tokens")], sort_keys=True)
+        key = hashlib.sha256(key_src.encode()).hexdigest()[:10]
+        d = os.path.join(sc.vllm_cache_root(), "torch_compile_cache", key, "rank_%d_0" % rank, "backbone")
+        marker = os.path.join(d, "vllm_compile_cache.py")
+        disabled = os.environ.get("VLLM_DISABLE_COMPILE_CACHE", "0") not in ("0", "")
+        compile_s = float(self.faults.get("compile_seconds", self.rel.get("compile_seconds", 1.5)))
+        t0 = time.time()
+        w.info("backends.py:643", "Using cache directory: %s for vLLM's torch.compile" % d)
+        self.sleep(0.2)
+        w.info("backends.py:703", "Dynamo bytecode transform time: %.2f s" % (time.time() - t0))
+        rng = "(1, %d)" % int(self.opts.get("max-num-batched-tokens") or 8192)
+        if os.path.isfile(marker) and not disabled:
+            t1 = time.time()
+            self.sleep(max(0.1, compile_s / 10))
+            w.info("backends.py:226", "Directly load the compiled graph(s) for compile range %s from the cache, took "
+                                      "%.3f s" % (rng, time.time() - t1))
+            self.compile_cache_hit = True
+        else:
+            w.info("backends.py:261", "Cache the graph of compile range %s for later use" % rng)
+            t1 = time.time()
+            self.sleep(compile_s)
+            w.info("backends.py:278", "Compiling a graph for compile range %s takes %.2f s" % (rng, time.time() - t1))
+            if not disabled:
+                try:
+                    os.makedirs(d, exist_ok=True)
+                    with open(marker, "w") as f:
+                        f.write("# simulated vLLM compile cache: %s\n" % key_src)
+                except OSError:
+                    pass
+            self.compile_cache_hit = False
+        took = time.time() - t0
+        w.info("monitor.py:34", "torch.compile takes %.2f s in total" % took)
+        return took
+
+    # ---------------------------------------------------------- multi-node without Ray (vLLM >= 0.11)
+    def mp_listen(self):
+        """The head's TCPStore server at --master-addr:--master-port (torch.distributed rendezvous)."""
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            srv.bind((self.master_addr, self.master_port))
+            srv.listen(64)
+        except OSError as e:
+            srv.close()
+            name = {98: "EADDRINUSE", 99: "EADDRNOTAVAIL"}.get(e.errno, "E%d" % e.errno)
+            self.engine_failed(
+                "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+                "address. port: %d, useIpv6: false, code: -%d, name: %s, message: %s"
+                % (self.master_port, e.errno, name, (e.strerror or "").lower()), DIST_FRAMES)
+        self.mp_srv = srv
+        threading.Thread(target=self.mp_accept, daemon=True).start()
+
+    def mp_accept(self):
+        while not STOP.is_set():
+            try:
+                conn, _ = self.mp_srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.mp_hello, args=(conn,), daemon=True).start()
+
+    def mp_hello(self, conn):
+        try:
+            conn.settimeout(10)
+            line = conn.makefile("r").readline()
+            hello = json.loads(line)
+            conn.settimeout(None)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        with self.mp_lock:
+            self.mp_peers = [p for p in self.mp_peers if p["node_rank"] != hello.get("node_rank")]
+            self.mp_peers.append(dict(hello, conn=conn))
+
+    def mp_joined(self):
+        with self.mp_lock:
+            return self.local_world + sum(int(p.get("ranks", 1)) for p in self.mp_peers)
+
+    def mp_rendezvous_head(self):
+        """Wait until every node's ranks have connected, then let them all go; a missing node is torch's TCPStore
+        timeout on the head ("Timed out after 601 seconds waiting for clients. 1/2 clients joined.")."""
+        timeout = float(self.faults.get("mp_join_timeout_seconds", 600))
+        start = time.time()
+        while self.mp_joined() < self.world:
+            if time.time() - start >= timeout:
+                self.engine_failed(
+                    "torch.distributed.DistStoreError: Timed out after %d seconds waiting for clients. %d/%d clients "
+                    "joined." % (int(timeout) + 1, self.mp_joined(), self.world), DIST_FRAMES)
+            self.sleep(0.2)
+        with self.mp_lock:
+            for p in self.mp_peers:
+                try:
+                    p["conn"].sendall(b"go\n")
+                except OSError:
+                    pass
+
+    def mp_connect_worker(self, fail):
+        """A headless node's ranks connect to the head's store; no head within the timeout is torch's client error."""
+        timeout = float(self.faults.get("mp_connect_timeout_seconds", 600))
+        deadline = time.time() + timeout
+        while not STOP.is_set():
+            try:
+                conn = socket.create_connection((self.master_addr, self.master_port), timeout=1)
+            except OSError:
+                if time.time() >= deadline:
+                    ms = int(timeout * 1000)
+                    t = time.time()
+                    sc.err("[E%s.%09d socket.cpp:1011] [c10d] The client socket has timed out after %dms while trying "
+                           "to connect to (%s, %d)." % (time.strftime("%m%d %H:%M:%S", time.localtime(t)),
+                                                        int((t % 1) * 1e9), ms, self.master_addr, self.master_port))
+                    fail("torch.distributed.DistNetworkError: The client socket has timed out after %dms while trying to "
+                         "connect to (%s, %d)." % (ms, self.master_addr, self.master_port), DIST_FRAMES)
+                time.sleep(0.3)
+                continue
+            try:
+                conn.sendall((json.dumps({"node_rank": self.node_rank, "ranks": self.local_world, "ip": self.my_ip,
+                                          "pid": self.pid}) + "\n").encode())
+                conn.settimeout(0.5)
+                buf = b""
+                while not STOP.is_set():
+                    try:
+                        chunk = conn.recv(64)
+                    except socket.timeout:
+                        continue
+                    if not chunk:
+                        break
+                    buf += chunk
+                    if b"go\n" in buf:
+                        conn.settimeout(None)
+                        self.mp_conn = conn
+                        return
+            except OSError:
+                pass
+            conn.close()
+            deadline = time.time() + timeout
+            time.sleep(0.3)
+        raise Fatal(0)
+
+    def worker_failed(self, final, frames=()):
+        """A headless node's worker process died during start-up: its traceback, then the executor's exception."""
+        where = "multiproc_executor.py:597"
+        self.wlog.error(where, "WorkerProc failed to start.")
+        self.wlog.traceback(WORKER_FRAMES + list(frames), final, level_where=where)
+        self.api.traceback(HEADLESS_FRAMES + [
+            (PY + "/vllm/entrypoints/cli/serve.py", 219, "run_headless",
+             "executor = MultiprocExecutor(vllm_config, monitor_workers=False)"),
+            (PY + "/vllm/v1/executor/abstract.py", 101, "__init__", "self._init_executor()"),
+            (PY + "/vllm/v1/executor/multiproc_executor.py", 154, "_init_executor",
+             "self.workers = WorkerProc.wait_for_ready(unready_workers)"),
+            (PY + "/vllm/v1/executor/multiproc_executor.py", 523, "wait_for_ready", "raise e from None")],
+            "Exception: WorkerProc initialization failed due to an exception in a background process. See stack "
+            "trace for root cause.")
+        raise Fatal(1)
+
+    def run_headless(self):
+        """`vllm serve --headless` (vllm/entrypoints/cli/serve.py run_headless)."""
+        self.api = Log(None, self.pid)
+        self.load_config()
+        self.validate_parallel()
+        if self.node_rank % max(1, self.nnodes) == 0:
+            # node 0 of a DP group in headless mode: engines wait for an API server's handshake that never comes here
+            self.api.info("serve.py:229", "Launching 1 data parallel engine(s) in headless mode, with head node "
+                                          "address tcp://127.0.0.1:29550.")
+            while not STOP.is_set():
+                time.sleep(0.2)
+            self.api.info("serve.py:254", "Shutting down.")
+            return 0
+        self.api.info("serve.py:217", "Launching vLLM (v%s) headless multiproc executor, with head node address "
+                                      "%s:%d for torch.distributed process group."
+                      % (self.version, self.master_addr, self.master_port))
+        first = self.node_rank * self.local_world
+        ranks = list(range(first, first + self.local_world))
+        wpid = self.pid + random.randint(20, 50)
+        logs = [Log(self.worker_name(r), wpid + i) for i, r in enumerate(ranks)]
+        self.wlog = logs[0]
+        self.device_init(logs, self.worker_failed)
+        for r, w in zip(ranks, logs):
+            w.info("parallel_state.py:1208", "world_size=%d rank=%d local_rank=%d distributed_init_method=tcp://%s:%d "
+                                             "backend=nccl" % (self.world, r, r - first, self.master_addr,
+                                                               self.master_port))
+        self.mp_connect_worker(self.worker_failed)
+        for r, w in zip(ranks, logs):
+            w.info("pynccl.py:111", "vLLM is using nccl==2.27.5")
+            w.info("parallel_state.py:1411", "rank %d in world size %d is assigned as DP rank 0, PP rank %d, TP rank "
+                                             "%d, EP rank %d" % (r, self.world, r // self.tp, r % self.tp, r % self.tp))
+        self.first_kernel(self.worker_failed)
+        for w in logs:
+            w.info("gpu_model_runner.py:3338", "Starting to load model %s..." % self.model)
+        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", 3)))
+        t0 = time.time()
+        self.sleep(load_s)
+        logs[0].info("default_loader.py:314", "Loading weights took %.2f seconds" % (time.time() - t0))
+        model_gib = float(self.faults.get("model_memory_gib", self.cfg.get("sim_model_memory_gib", 59.12)))
+        for w in logs:
+            w.info("gpu_model_runner.py:3420", "Model loading took %.2f GiB memory and %.6f seconds"
+                   % (model_gib, time.time() - t0 + 0.4))
+        self.compile_graph(logs[0], first)
+        kv_gib = round(self.util * self.total_gib - model_gib - 2.37, 2)
+        for w in logs:
+            w.info("gpu_worker.py:359", "Available KV cache memory: %.2f GiB" % kv_gib)
+        # the workers now serve the head's engine until stopped
+        while not STOP.is_set():
+            time.sleep(0.2)
+        return 0
+
     # ---------------------------------------------------------- load
     def load(self):
         e = self.eng
         ray = self.use_ray()
+        mp_multi = self.nnodes > 1
+        port = 29500
         if ray:
             self.ray_setup()
             workers = [Log("EngineCore_DP0", self.epid, "(RayWorkerWrapper pid=%d, ip=%s)" % (
                 n.get("pid") or 0, n["NodeManagerAddress"])) for n in self.bundles]
+            master = self.bundles[0]["NodeManagerAddress"] if self.bundles else self.my_ip
+        elif mp_multi:
+            # this node's ranks 0..local_world-1 are multiproc workers of the engine core
+            wpid = self.epid + random.randint(20, 50)
+            workers = [Log(self.worker_name(r), wpid + r) for r in range(self.local_world)]
+            master, port = self.master_addr, self.master_port
         else:
             workers = [e]
-        master = self.bundles[0]["NodeManagerAddress"] if self.bundles else self.my_ip
+            master = self.my_ip
+        # gpu_worker.init_device: CUDA, then the free-memory check, before joining the process group
+        want = self.device_init(workers, lambda final, frames: self.engine_failed(
+            final, (WORKER_FRAMES if mp_multi else []) + list(frames)))
+        if mp_multi:
+            self.mp_listen()
         e.info("shm_broadcast.py:289", "vLLM message queue communication handle: Handle(local_reader_ranks=[0], "
                "buffer_handle=(1, 4194304, 6, 'psm_%s'), local_subscribe_addr=ipc:///tmp/%s, "
                "remote_subscribe_addr=tcp://%s:%d, remote_addr_ipv6=False)" % (
                    secrets.token_hex(4), secrets.token_hex(16), master, random.randint(40000, 60000)))
         for rank, w in enumerate(workers):
-            w.info("parallel_state.py:1208", "world_size=%d rank=%d local_rank=0 distributed_init_method=tcp://%s:"
-                   "%d backend=nccl" % (self.world, rank, master, 29500))
+            w.info("parallel_state.py:1208", "world_size=%d rank=%d local_rank=%d distributed_init_method=tcp://%s:"
+                   "%d backend=nccl" % (self.world, rank, rank if mp_multi else 0, master, port))
+        if mp_multi:
+            self.mp_rendezvous_head()
         if self.faults.get("nccl_hang"):
             for w in workers:
                 w.info("pynccl.py:111", "vLLM is using nccl==2.27.5")
@@ -700,14 +1096,7 @@ class Server:
             p = rank // self.tp
             w.info("parallel_state.py:1411", "rank %d in world size %d is assigned as DP rank 0, PP rank %d, "
                    "TP rank %d, EP rank %d" % (rank, self.world, p, t, t))
-        free_gib = float(self.faults.get("free_memory_gib", 112.0))
-        want = self.util * GPU_TOTAL_GIB
-        if want > free_gib:
-            self.engine_failed(
-                "ValueError: Free memory on device (%.2f/%.2f GiB) on startup is less than desired GPU memory "
-                "utilization (%s, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-                "processes." % (free_gib, GPU_TOTAL_GIB, self.util, want),
-                [(PY + "/vllm/v1/worker/gpu_worker.py", 239, "init_device", "raise ValueError(")])
+        self.first_kernel(self.engine_failed)
         for w in workers:
             w.info("gpu_model_runner.py:3338", "Starting to load model %s..." % self.model)
         load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", 3)))
@@ -722,12 +1111,12 @@ class Server:
             if oom_step is not None and i > oom_step:
                 self.engine_failed(
                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-                    "capacity of 119.70 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process "
+                    "capacity of %.2f GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process "
                     "has 117.41 GiB memory in use. Of the allocated memory 115.93 GiB is allocated by PyTorch, and "
                     "0.61 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
                     "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
                     "documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html"
-                    "#environment-variables)",
+                    "#environment-variables)" % self.total_gib,
                     [(PY + "/vllm/v1/worker/gpu_model_runner.py", 3355, "load_model",
                       "self.model = model_loader.load_model("),
                      (PY + "/vllm/model_executor/model_loader/base_loader.py", 55, "load_model",
@@ -745,6 +1134,7 @@ class Server:
             w.info("gpu_model_runner.py:3420", "Model loading took %.2f GiB memory and %.6f seconds" % (
                 model_gib, took + 0.4))
         self.check_crash()
+        self.compile_graph(workers[0], 0)
         kv_gib = round(want - model_gib - 2.37, 2)
         if kv_gib <= 0:
             self.engine_failed(
@@ -816,6 +1206,12 @@ class Server:
 
     def close(self):
         self.release_pg()
+        for sock in [self.mp_srv, self.mp_conn] + [p.get("conn") for p in self.mp_peers]:
+            try:
+                if sock:
+                    sock.close()
+            except OSError:
+                pass
         try:
             if self.httpd:
                 self.httpd.server_close()
@@ -825,10 +1221,14 @@ class Server:
             pass
 
     def run(self):
+        self.check_mp_flags_known(self.argv)
+        if self.headless:
+            return self.run_headless()
         self.banner()
         self.bind()
         self.api.info("api_server.py:1839", "vLLM API server version %s" % self.version)
         self.load_config()
+        self.validate_parallel()
         self.check_crash()
         self.engine_init()
         self.load()
