@@ -18,18 +18,25 @@ import * as fs from "fs";
 import * as path from "path";
 import { ARCHITECTURES } from "./catalog";
 import { diagnosisData } from "./diagnosis";
+import { KNOWN_IMAGES, firstRayWithTokenAuth, firstVllmWithMultiNodeMp } from "./images";
 
 export const TOOLS_FILE = "spark_vllm_tools.py";
 export const TOOLS_PACKAGE = path.join(__dirname, "remote", "spark_vllm");
 
 /** Modules in dependency order (each imports only from modules before it); `main`, the dispatcher, comes last. */
-export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "preflight", "weights", "compat", "images", "probes", "fabric"];
+export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "preflight", "weights", "cuda", "compat", "images", "probes", "fabric"];
 const ENTRY = "main";
 
 /** The data the Python side reads (`data()` in spark_vllm/data.py). */
 export function toolsData() {
     const firstVllm = Object.fromEntries(Object.entries(ARCHITECTURES).map(([arch, s]) => [arch, s.firstVllm]));
-    return { diagnosis: diagnosisData(), firstVllm };
+    const images = {
+        firstVllmWithMultiNodeMp,
+        firstRayWithTokenAuth,
+        // What the compat check suggests instead of an image that cannot run here.
+        gb10: KNOWN_IMAGES.filter(i => i.runsOnGb10).map(i => i.reference),
+    };
+    return { diagnosis: diagnosisData(), firstVllm, images };
 }
 
 /** Module names found in the package directory (`__init__.py` aside), sorted. */

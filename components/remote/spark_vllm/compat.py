@@ -1,9 +1,11 @@
 # compat: the image's vLLM (and transformers) against the model's config.json, before any launch.
 import json
 import os
+import re
 import time
 
 from spark_vllm.common import fail, say
+from spark_vllm.cuda import DRIVER_TOO_OLD, NO_KERNEL, kernels_run_on, probe_gpu
 from spark_vllm.data import data
 from spark_vllm.weights import snapshot_dir
 
@@ -54,7 +56,61 @@ def compat(args):
                             "use an image with a newer transformers" % (tf_version, model_type, model))
     except ImportError:
         pass
+    image_problems, image_facts = image_checks(args.get("backend", "ray"), version)
+    problems += image_problems
     if problems:
         fail(problems)
-    say(json.dumps({"model": model, "architectures": archs, "modelType": model_type, "vllmVersion": version,
-                    "transformers": tf_version, "seconds": round(time.time() - started, 2)}, sort_keys=True))
+    say(json.dumps(dict(image_facts, model=model, architectures=archs, modelType=model_type, vllmVersion=version,
+                        transformers=tf_version, seconds=round(time.time() - started, 2)), sort_keys=True))
+
+
+def version_tuple(v):
+    return tuple(int(p) for p in re.findall(r"\d+", v.split("+")[0])[:3])
+
+
+def use_instead():
+    known = data().get("images", {}).get("gb10", [])
+    return (" (known to run on a Spark: %s)" % ", ".join(known)) if known else ""
+
+
+def image_checks(backend, vllm_version):
+    """The image's CUDA build against this GPU and driver, and what the backend needs (Ray; vLLM's mp launch)."""
+    problems, facts = [], {"backend": backend}
+    facts_data = data().get("images", {})
+    try:
+        import torch
+    except ImportError as e:
+        return ["the image has no importable PyTorch (%s): use a vLLM image in spark-vllm:image" % e], facts
+    gpu, error = probe_gpu(torch)
+    facts.update(gpu)
+    if error and DRIVER_TOO_OLD.search(error):
+        problems.append("the image's CUDA %s is newer than this host's driver supports (%s): use an image built for "
+                        "the Spark's driver%s, or update the driver" % (gpu.get("cuda"), error, use_instead()))
+    elif gpu.get("capability") and "archList" in gpu:
+        cap = tuple(int(x) for x in gpu["capability"].split("."))
+        runs, target, reason = kernels_run_on(gpu["archList"], cap)
+        facts["kernels"] = target
+        if not runs or (error and NO_KERNEL.search(error)):
+            problems.append("the image's PyTorch %s (CUDA %s) cannot run on this GPU (compute capability %s): %s%s. "
+                            "Use an image built for Blackwell/GB10 (sm_120 or sm_121 kernels)%s"
+                            % (gpu.get("torch"), gpu.get("cuda"), gpu["capability"], reason,
+                               ("; running a kernel said: " + error) if error else "", use_instead()))
+        elif error:
+            problems.append("a first CUDA kernel failed in the image: %s" % error)
+    elif error:
+        problems.append("the image's PyTorch cannot use the GPU: %s" % error)
+    if backend == "ray":
+        try:
+            import ray
+            facts["ray"] = getattr(ray, "__version__", "unknown")
+        except ImportError:
+            facts["ray"] = None
+            problems.append("the image has no Ray (`import ray` fails; vLLM images dropped it from 0.18), but "
+                            "spark-vllm:vllm.backend is ray: set spark-vllm:vllm.backend: mp (vLLM's own multi-node "
+                            "launch, from vLLM %s) or use an image with Ray%s"
+                            % (facts_data.get("firstVllmWithMultiNodeMp", "0.11.0"), use_instead()))
+    first_mp = facts_data.get("firstVllmWithMultiNodeMp")
+    if backend == "mp" and first_mp and vllm_version != "unknown" and version_tuple(vllm_version) < version_tuple(first_mp):
+        problems.append("vLLM %s in this image has no multi-node mp launch (--nnodes/--node-rank/--headless came in "
+                        "vLLM %s): use a newer image or spark-vllm:vllm.backend: ray" % (vllm_version, first_mp))
+    return problems, facts
