@@ -223,8 +223,8 @@ def configured_hcas(env, explicit=None):
 
 def key_lines(facts):
     """NCCL's own lines that say which network it chose and why, in log order of importance."""
-    ib = [facts["ibNoDevice"]] if facts["ibNoDevice"] else [
-        l for l in facts["ibLines"] if not re.search(r"NET/IB : Using", l)]
+    # With no device, NCCL still prints `NET/IB : Using [RO]; OOB eth0:…` (no device listed): leave it out.
+    ib = [facts["ibNoDevice"]] if facts["ibNoDevice"] else facts["ibLines"]
     lines = [facts["ibHcaLine"]] + ib + [facts["ibPluginFailed"], facts["usingNetworkLine"]]
     return [l for l in lines if l]
 
@@ -472,7 +472,8 @@ def fabric_check(args, env=None):
            " ".join("%s=%s" % kv for kv in sorted(cfg["env"].items())) or "(none)"))
     started = time.time()
     pid = _spawn_rank(cfg, out_log, nccl_log)
-    code = _wait(pid, out_log, started + cfg["timeoutSeconds"] + 15)
+    # A few seconds past torch's own timeout (init_process_group's), so its error comes first.
+    code = _wait(pid, out_log, started + cfg["timeoutSeconds"] + 5)
     out_text, nccl_text = _read(out_log), _read(nccl_log)
     facts = parse_nccl_log(nccl_text + "\n" + out_text)
     for key in ("version",):

@@ -1,0 +1,87 @@
+"""Stand-in `torch` for the simulated Sparks: only what the fabric check uses
+(components/remote/spark_vllm/fabric.py): tensors that are a size and one value each,
+torch.cuda (one GB10) and torch.distributed's NCCL path (torch/distributed/__init__.py).
+Versions are those of the real run recorded in tests/fixtures/nccl/ (torch 2.11.0+cu130)."""
+import builtins
+
+from torch import version
+from torch.version import __version__
+
+
+class dtype:
+    def __init__(self, name, itemsize):
+        self.name, self.itemsize = name, itemsize
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+float32 = dtype("float32", 4)
+float16 = dtype("float16", 2)
+bfloat16 = dtype("bfloat16", 2)
+float = float32
+
+
+class Tensor:
+    """A tensor whose elements all hold one value: enough for all-reduce sums and their checks."""
+
+    def __init__(self, numel, value, dtype=float32, device="cpu"):
+        self._numel, self._value, self.dtype, self.device = int(numel), value, dtype, str(device)
+
+    def numel(self):
+        return self._numel
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def __len__(self):
+        return self._numel
+
+    def fill_(self, value):
+        self._value = value
+        return self
+
+    def __getitem__(self, index):
+        if isinstance(index, int):
+            if not -self._numel <= index < self._numel:
+                raise IndexError("index %d is out of bounds for dimension 0 with size %d" % (index, self._numel))
+            return Tensor(1, self._value, self.dtype, self.device)
+        return Tensor(len(range(*index.indices(self._numel))), self._value, self.dtype, self.device)
+
+    def item(self):
+        return self._value
+
+    def __float__(self):
+        return builtins.float(self._value)
+
+    def __repr__(self):
+        return "tensor(<%d x %r>, device='%s')" % (self._numel, self._value, self.device)
+
+
+def _numel(size):
+    n = 1
+    for s in size:
+        n *= int(s) if not isinstance(s, (tuple, list)) else _numel(s)
+    return n
+
+
+def full(size, value, dtype=float32, device="cpu"):
+    return Tensor(_numel(size if isinstance(size, (tuple, list)) else (size,)), value, dtype, device)
+
+
+def ones(*size, dtype=float32, device="cpu"):
+    return full(size, 1.0, dtype, device)
+
+
+def zeros(*size, dtype=float32, device="cpu"):
+    return full(size, 0.0, dtype, device)
+
+
+def empty(*size, dtype=float32, device="cpu"):
+    return full(size, 0.0, dtype, device)
+
+
+from torch import cuda, distributed  # noqa: E402 - they import the names above
+
+__all__ = ["__version__", "version", "cuda", "distributed", "dtype", "float32", "float16", "bfloat16", "float",
+           "Tensor", "full", "ones", "zeros", "empty"]
