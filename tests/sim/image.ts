@@ -14,7 +14,16 @@ export interface SimRelease {
     /** model_type values transformers knows (read by the transformers stand-in). */
     model_types?: string[];
     transformers?: string;
-    ray?: string;
+    /** Ray version; null = the image has no Ray at all (no `ray` package, no `ray` CLI), like vLLM images from 0.18. */
+    ray?: string | null;
+    /** torch.version.cuda of the image (simcommon.cuda_runtime). */
+    cuda?: string;
+    /** torch.__version__ (2.8+ raises torch.AcceleratorError for CUDA errors). */
+    torch?: string;
+    /** torch.cuda.get_arch_list(): sm_XY = SASS, compute_XY = PTX (simcommon.kernels_for_device). */
+    cuda_arch_list?: string[];
+    /** Seconds a cold torch.compile takes (the compile cache makes the next start skip most of it). */
+    compile_seconds?: number;
     [k: string]: unknown;
 }
 
@@ -28,26 +37,53 @@ const COMMON_TYPES = [
     "gemma3", "deepseek_v3", "phi3",
 ];
 
-/** tag → release description; written to /etc/vllm-sim/release.json in that image. */
+/**
+ * vLLM's default CUDA build before 0.20 (CUDA 12.9, vllm-project/vllm#39878) with its default architectures
+ * "8.0, 8.9, 9.0, 10.0, 10.3, 12.0" (vllm-project/vllm#23469): sm_120 SASS, which runs on the GB10 (12.1).
+ * See components/images.ts for the binary-compatibility rule and its sources.
+ */
+const GB10_READY = { cuda: "12.9", torch: "2.10.0", cuda_arch_list: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"] };
+
+const V0171: SimRelease = {
+    version: "0.17.1",
+    architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
+    model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
+    transformers: "4.57.1",
+    ray: "2.51.1",
+    ...GB10_READY,
+};
+
+/**
+ * tag → release description; written to /etc/vllm-sim/release.json in that image.
+ * 0.17.1 and 0.14.0 both have vLLM's Ray-free multi-node launch (from 0.11.0). The last three tags are 0.17.1 images
+ * that fail one image check each, the way a real image does on a Spark (tests/sim/README.md "Image variants").
+ */
 export const DEFAULT_RELEASES: Record<string, SimRelease> = {
-    "0.17.1": {
-        version: "0.17.1",
-        architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
-        model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
-        transformers: "4.57.1",
-        ray: "2.51.1",
-    },
+    "0.17.1": V0171,
     "0.14.0": {
         version: "0.14.0",
         architectures: [...COMMON_ARCHS],
         model_types: [...COMMON_TYPES],
         transformers: "4.56.2",
         ray: "2.49.2",
+        ...GB10_READY,
+        torch: "2.9.0",
     },
+    // vLLM images from 0.18 ship no Ray (gpustack/gpustack#5430): no ray package, no ray CLI
+    "no-ray": { ...V0171, ray: null },
+    // a cu126 PyTorch (pytorch/pytorch#182250: 'sm_50' ... 'sm_90'): no sm_12x SASS and no PTX
+    "no-sm12x": { ...V0171, cuda: "12.6", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
+    // CUDA 13.2 with Blackwell kernels only as PTX: the 580 driver (CUDA 13.0) cannot JIT 13.2 PTX
+    "cuda-too-new": { ...V0171, cuda: "13.2", cuda_arch_list: ["sm_80", "sm_90", "sm_100", "compute_120"] },
 };
 
+/** Parts of tests/sim/image/ a tag's image leaves out (an image without Ray has neither the package nor the CLI). */
+export function excludedFromImage(release: SimRelease): string[] {
+    return release.ray === null ? ["python/ray", "bin/ray"] : [];
+}
+
 export const IMAGE_REPO = "vllm-sim";
-const BUILD_VERSION = "1"; // bump when the build steps below change
+const BUILD_VERSION = "1"; // bump when the build steps below change (it also rebuilds the rootfs)
 const SUITE = "bookworm";
 const INCLUDE = ["python3", "procps", "iproute2", "curl"];
 export const IMAGE_PATH = "/opt/vllm-sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -174,8 +210,11 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
             fs.mkdirSync(path.join(stage, "etc", "vllm-sim"), { recursive: true });
             fs.mkdirSync(path.join(stage, "usr", "local", "bin"), { recursive: true });
             if (haveImageDir) {
+                const excluded = excludedFromImage(release).map(rel => path.join(ctx.imageDir, rel));
                 fs.cpSync(ctx.imageDir, path.join(stage, "opt", "vllm-sim"), {
-                    recursive: true, filter: src => !src.includes("__pycache__") && !src.endsWith(".pyc"),
+                    recursive: true,
+                    filter: src => !src.includes("__pycache__") && !src.endsWith(".pyc") &&
+                        !excluded.some(x => src === x || src.startsWith(x + path.sep)),
                 });
             }
             fs.writeFileSync(path.join(stage, "etc", "vllm-sim", "release.json"), JSON.stringify({ name: IMAGE_REPO, ...release }, null, 2) + "\n");
