@@ -152,34 +152,36 @@ export function describeNcclTransport(log: string | NcclLogFacts): string | unde
 
 /** Lines that say NCCL looked for IB/RoCE devices, found none, and used sockets; the first is the root cause. */
 export interface NcclSocketFallback {
-    /** The `NET/IB` line (`NET/IB : No device found.`), or `Failed to initialize NET plugin IB`. */
+    /** NCCL's `NET/IB : No device found.` line. */
     line: string;
     /** NCCL's own lines, in the order that tells the story: HCAs asked for, none found, network chosen, a socket channel. */
     lines: string[];
 }
 
 /**
- * NCCL fell back from IB/RoCE to sockets: it looked for IB devices and found none (or its IB plugin
- * failed), chose the Socket network, and either HCAs were asked for (`NCCL_IB_HCA set to`, or
- * `hcasConfigured`) or the channels run over NET/Socket. A host with no HCA and no NCCL_IB_HCA
- * whose channels are all P2P (tests/fixtures/nccl/p2p.nccl.log) is not a fall-back.
+ * NCCL fell back from IB/RoCE to sockets: it looked for IB devices and found none (`NET/IB : No
+ * device found.`), chose the Socket network, and either HCAs were asked for (`NCCL_IB_HCA set to`,
+ * or `hcasConfigured`) or the channels run over NET/Socket. Not a fall-back: a host with no HCA
+ * and no NCCL_IB_HCA whose channels are all P2P (tests/fixtures/nccl/p2p.nccl.log), and
+ * NCCL_IB_DISABLE=1, where NCCL returns before looking (src/transport/net_ib.cc:677) and prints
+ * only `Failed to initialize NET plugin IB`.
  */
 export function ncclSocketFallback(log: string | NcclLogFacts, opts: { hcasConfigured?: boolean } = {}): NcclSocketFallback | undefined {
     const f = typeof log === "string" ? parseNcclLog(log) : log;
-    const ibLine = f.ibNoDevice ?? f.ibPluginFailed;
     const socketChannel = f.channels.find(c => c.transport === "NET/Socket");
-    if (!ibLine || f.network !== "Socket") return undefined;
+    if (!f.ibNoDevice || f.network !== "Socket") return undefined;
     if (!f.ibHcaLine && !opts.hcasConfigured && !socketChannel) return undefined;
     const story = [f.ibHcaLine, f.ibNoDevice, f.ibPluginFailed, f.usingNetworkLine, socketChannel?.line];
-    return { line: ibLine, lines: story.filter((l): l is string => !!l) };
+    return { line: f.ibNoDevice, lines: story.filter((l): l is string => !!l) };
 }
 
 /**
  * The catalog entry for `nccl-socket-fallback`, meant for components/diagnosis.ts's DIAGNOSIS_CATALOG
  * (moved there as a literal: diagnosis.ts must not import this module, which imports it).
  * Weak: a slower fabric is rarely why a launch failed, so any firm cause elsewhere in the log wins.
- * This project sets NCCL_IB_DISABLE=1 when `hcas: []` (components/plan.ts), and NCCL then never
- * prints the NET/IB line: in our logs it appears only where IB/RoCE was wanted.
+ * This project sets NCCL_IB_DISABLE=1 when `hcas: []` (components/plan.ts), and NCCL then returns
+ * before looking for devices (src/transport/net_ib.cc:677) and never prints the NET/IB line: in our
+ * logs it appears only where IB/RoCE was wanted.
  */
 export const NCCL_SOCKET_FALLBACK_ENTRY: CatalogEntry = {
     kind: "nccl-socket-fallback",

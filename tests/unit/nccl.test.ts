@@ -67,6 +67,17 @@ test("HCAs asked for, none found: fall-back with the NET/IB line first", () => {
     assert.equal(ncclSocketFallback(fixture("iface-missing.nccl.log")), undefined);
 });
 
+test("NCCL_IB_DISABLE=1 (hcas: []) is TCP on purpose, not a fall-back", () => {
+    // With IB disabled NCCL returns before looking for devices (src/transport/net_ib.cc:677 at v2.28.9-1):
+    // the real socket run's log without its NET/IB lines, `Failed to initialize NET plugin IB` kept.
+    const disabled = fixture("socket.nccl.log").split("\n").filter(l => !l.includes("NCCL INFO NET/IB")).join("\n");
+    const f = parseNcclLog(disabled);
+    assert.equal(f.ibPluginFailed, "vm:741:741 [0] NCCL INFO Failed to initialize NET plugin IB");
+    assert.equal(f.transport, "NET/Socket");
+    assert.equal(ncclSocketFallback(f), undefined);
+    assert.equal(refineNcclDiagnosis(undefined, disabled), undefined);
+});
+
 test("bootstrap failure: NCCL's WARN line, and torch's `Last error:` line without NCCL_DEBUG", () => {
     const f = parseNcclLog(fixture("iface-missing.nccl.log"));
     assert.equal(f.bootstrapError, "[2026-11-30 21:39:41] vm:1140:1140 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found");

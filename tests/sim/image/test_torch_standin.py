@@ -49,6 +49,7 @@ class TorchStandIn(unittest.TestCase):
                 with open(os.path.join(home, "sim-faults.json"), "w") as f:
                     json.dump(faults[r], f)
             e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PYDIR, "HF_HOME": home,
+                 "PYTHONDONTWRITEBYTECODE": "1",  # nothing written into the image's tree
                  "NVIDIA_VISIBLE_DEVICES": "all", "NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_HCA": SPARK_HCAS}
             e.update(env or {})
             e = {k: v for k, v in e.items() if v is not None}
@@ -158,7 +159,7 @@ class TorchStandIn(unittest.TestCase):
     def test_cuda(self):
         code = ("import torch; print(torch.cuda.is_available(), torch.cuda.device_count(), "
                 "torch.cuda.get_device_capability(0), torch.cuda.mem_get_info()[1] // (1 << 20), torch.__version__)")
-        env = {"PYTHONPATH": PYDIR, "HF_HOME": self.root, "NVIDIA_VISIBLE_DEVICES": "all"}
+        env = {"PYTHONPATH": PYDIR, "HF_HOME": self.root, "NVIDIA_VISIBLE_DEVICES": "all", "PYTHONDONTWRITEBYTECODE": "1"}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.split()
         self.assertEqual(out, ["True", "1", "(12,", "1)", "124610", "2.11.0+cu130"])
         env.pop("NVIDIA_VISIBLE_DEVICES")
