@@ -2,13 +2,15 @@
 #
 #   python3 spark_vllm_tools.py SUBCOMMAND 'JSON ARGS'
 #
-#   preflight        host facts (arch, GPU, Docker, fabric, HCAs, disk, memory); fails per problem
-#   image-transfer   on the head: copy the image to one worker over the fabric
-#   weights          put the model's weights in place (present, download, copy) and list them
-#   serve-weights    on the head: serve its snapshot to the workers' copies
-#   compat           the image's vLLM and transformers against the model's config.json
-#   ray-probe        wait until every node and GPU has joined the Ray head
-#   endpoint-probe   wait for vLLM to answer; on failure, the root cause from the whole log
+#   preflight          host facts (arch, GPU, Docker, fabric, HCAs, disk, memory); fails per problem
+#   image-transfer     on the head: copy the image to one worker over the fabric
+#   weights            put the model's weights in place (present, download, copy) and list them
+#   serve-weights      on the head: serve its snapshot to the workers' copies
+#   compat             the image's vLLM, transformers, CUDA build and Ray against the model and this GPU
+#   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
+#   memory-check       in the container: free GPU memory against what vLLM will ask for
+#   ray-probe          wait until every node and GPU has joined the Ray head
+#   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
 #
 # Every subcommand prints progress lines, then one JSON object as its last stdout line
 # on success; on failure it prints what is wrong and how to fix it on stderr, exit 1.
@@ -18,6 +20,7 @@ import sys
 from spark_vllm.common import fail
 from spark_vllm.compat import compat
 from spark_vllm.images import image_transfer
+from spark_vllm.memory import flush_page_cache, memory_check
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
 from spark_vllm.weights import serve_weights, weights
@@ -29,6 +32,8 @@ COMMANDS = {
     "weights": weights,
     "serve-weights": serve_weights,
     "compat": compat,
+    "flush-page-cache": flush_page_cache,
+    "memory-check": memory_check,
     "ray-probe": ray_probe,
     "endpoint-probe": endpoint_probe,
 }
