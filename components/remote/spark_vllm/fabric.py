@@ -12,7 +12,10 @@
 #   python3 -m spark_vllm.fabric 'JSON'
 #
 # Convention of spark-vllm's helper program: progress lines on stdout, then ONE JSON object as
-# the last stdout line; on failure what is wrong and how to fix it on stderr, exit 1.
+# the last stdout line; on failure what is wrong and how to fix it on stderr, exit 1. The entry is
+# fabric_check(args) (args: the JSON object); joined into the helper program
+# (components/toolsProgram.ts) it shares one namespace with the other modules, so its own helpers
+# are _say/_fail and it binds no `main`.
 #
 # How NCCL's output is captured: the rank runs in a forked child (torch is imported only
 # there) with NCCL_DEBUG_FILE set. NCCL writes its log lines to stdout with plain vfprintf
@@ -54,11 +57,11 @@ TRANSPORT_ENV = ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_N
                  "GLOO_SOCKET_IFNAME"]
 
 
-def say(text):
+def _say(text):
     print(text, flush=True)
 
 
-def fail(lines):
+def _fail(lines):
     for line in lines:
         print(line, file=sys.stderr, flush=True)
     sys.exit(1)
@@ -353,7 +356,7 @@ def _rank(cfg):
         nccl_version = ".".join(str(x) for x in v) if isinstance(v, tuple) else v
     except Exception:  # noqa: BLE001 - a version string is informative only
         nccl_version = None
-    say("fabric: rank %d of %d on GPU %d: torch %s, CUDA %s, torch's NCCL %s"
+    _say("fabric: rank %d of %d on GPU %d: torch %s, CUDA %s, torch's NCCL %s"
         % (cfg["rank"], cfg["worldSize"], cfg["device"], torch.__version__, torch.version.cuda, nccl_version))
     if not torch.cuda.is_available() or torch.cuda.device_count() <= cfg["device"]:
         print("RuntimeError: no CUDA device %d in this container (torch.cuda.device_count() = %d)"
@@ -383,10 +386,10 @@ def _rank(cfg):
         algbw, busbw = bus_bandwidth(size, seconds, n)
         results.append({"bytes": size, "timeUs": round(seconds * 1e6, 1), "algbwGBps": round(algbw, 3),
                          "busbwGBps": round(busbw, 3), "correct": correct})
-        say("fabric: %s all-reduce: %.1f us, algbw %.2f GB/s, busbw %.2f GB/s%s"
+        _say("fabric: %s all-reduce: %.1f us, algbw %.2f GB/s, busbw %.2f GB/s%s"
             % (size_label(size), seconds * 1e6, algbw, busbw, "" if correct else ", WRONG SUM"))
     dist.destroy_process_group()
-    say(RESULT_TAG + json.dumps({"results": results, "torchVersion": torch.__version__,
+    _say(RESULT_TAG + json.dumps({"results": results, "torchVersion": torch.__version__,
                                  "cudaVersion": torch.version.cuda, "torchNcclVersion": nccl_version}))
     return 0
 
@@ -435,7 +438,7 @@ def _wait(pid, out_log, deadline):
         lines = _read(out_log).splitlines()
         for line in lines[shown:]:
             if line.startswith("fabric: "):
-                say(line)
+                _say(line)
         shown = len(lines)
         if done:
             code = os.waitstatus_to_exitcode(status)
@@ -454,11 +457,11 @@ def fabric_check(args, env=None):
     env = dict(os.environ if env is None else env)
     cfg, problems = resolve(args, env)
     if problems:
-        fail(["fabric check: " + p for p in problems])
+        _fail(["fabric check: " + p for p in problems])
     try:
         os.makedirs(cfg["logDir"], exist_ok=True)
     except OSError as e:
-        fail(["fabric check: cannot create the log directory %s: %s" % (cfg["logDir"], e)])
+        _fail(["fabric check: cannot create the log directory %s: %s" % (cfg["logDir"], e)])
     out_log = os.path.join(cfg["logDir"], "fabric-rank%d.log" % cfg["rank"])
     nccl_log = os.path.join(cfg["logDir"], "fabric-rank%d.nccl.log" % cfg["rank"])
     for path in (out_log, nccl_log):
@@ -466,7 +469,7 @@ def fabric_check(args, env=None):
             os.unlink(path)
         except OSError:
             pass
-    say("fabric: %s: all-reduce rank %d of %d via %s, GPU %d, sizes %s; transport environment: %s"
+    _say("fabric: %s: all-reduce rank %d of %d via %s, GPU %d, sizes %s; transport environment: %s"
         % (cfg["host"], cfg["rank"], cfg["worldSize"], cfg["initMethod"], cfg["device"],
            ",".join(size_label(s) for s in cfg["sizes"]),
            " ".join("%s=%s" % kv for kv in sorted(cfg["env"].items())) or "(none)"))
@@ -478,30 +481,30 @@ def fabric_check(args, env=None):
     facts = parse_nccl_log(nccl_text + "\n" + out_text)
     for key in ("version",):
         if facts[key]:
-            say("fabric: NCCL version %s" % facts[key])
+            _say("fabric: NCCL version %s" % facts[key])
     for line in key_lines(facts):
-        say("fabric: NCCL: " + line)
+        _say("fabric: NCCL: " + line)
     if facts["transportClasses"]:
-        say("fabric: channels: " + ", ".join("%s x%d" % kv for kv in sorted(facts["transports"].items())))
+        _say("fabric: channels: " + ", ".join("%s x%d" % kv for kv in sorted(facts["transports"].items())))
     logs = "full logs: %s:%s and %s" % (cfg["host"], out_log, nccl_log)
     result_line = next((l for l in reversed(out_text.splitlines()) if l.startswith(RESULT_TAG)), None)
     if code != 0 or result_line is None:
-        fail(failure_lines(facts, out_text, cfg, code is None) + [logs])
+        _fail(failure_lines(facts, out_text, cfg, code is None) + [logs])
     measured = json.loads(result_line[len(RESULT_TAG):])
     results = measured["results"]
     problem = socket_fallback_problem(facts, cfg["hcas"], cfg["env"], cfg["host"])
     if problem:
-        fail(problem + [logs])
+        _fail(problem + [logs])
     wrong = [size_label(r["bytes"]) for r in results if not r["correct"]]
     if wrong:
-        fail(["%s: the all-reduce returned a wrong sum at %s: the GPUs or NCCL are broken on this host or its peer"
+        _fail(["%s: the all-reduce returned a wrong sum at %s: the GPUs or NCCL are broken on this host or its peer"
               % (cfg["host"], ", ".join(wrong)), logs])
     warnings = []
     slow = bandwidth_warning(results, cfg["linkGbps"], cfg["minLinkFraction"], cfg["host"])
     if slow:
         warnings.append(slow)
-        say("fabric: WARNING " + slow)
-    say(json.dumps({
+        _say("fabric: WARNING " + slow)
+    _say(json.dumps({
         "host": cfg["host"], "rank": cfg["rank"], "worldSize": cfg["worldSize"], "device": cfg["device"],
         "transport": facts["transport"], "network": facts["network"], "transports": facts["transports"],
         "busbwGBps": {size_label(r["bytes"]): r["busbwGBps"] for r in results},
@@ -513,9 +516,7 @@ def fabric_check(args, env=None):
     }, sort_keys=True))
 
 
-main = fabric_check
-
 if __name__ == "__main__":
     if len(sys.argv) > 2:
-        fail(["usage: fabric.py ['JSON ARGS']  (rank/worldSize/masterAddr/masterPort, or torchrun's environment)"])
+        _fail(["usage: fabric.py ['JSON ARGS']  (rank/worldSize/masterAddr/masterPort, or torchrun's environment)"])
     fabric_check(json.loads(sys.argv[1]) if len(sys.argv) == 2 else {})

@@ -110,8 +110,9 @@ class TorchStandIn(unittest.TestCase):
             self.assertIn(line, nccl)
 
     def test_one_hca_missing_still_roce(self):
-        res = self.result(self.fabric(faults={0: {"hca_missing": ["roceP2p1s0f1"]}})[0])
-        self.assertEqual(res["transports"], {"NET/IB/0": 2, "NET/IB/1": 2})
+        a, _ = self.fabric(faults={0: {"hca_missing": ["roceP2p1s0f1"]}})
+        self.assertEqual(self.result(a)["transports"], {"NET/IB/0": 4})
+        self.assertIn("NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB lo:127.0.0.1<0>", a[3])
 
     def test_iface_missing_on_master(self):
         a, b = self.fabric(faults={0: {"iface_missing": True}})

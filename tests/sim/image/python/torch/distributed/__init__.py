@@ -301,17 +301,17 @@ class _Group:
         log.INFO("NCCL version %s" % NCCL_VERSION)
         log.INFO("Comm config Blocking set to 1")
         log.INFO("NET/Plugin: Could not find: libnccl-net.so")
-        network = self._pick_network(log, name, address)
+        network, ndev = self._pick_network(log, name, address)
         # Everyone has set up its network before the channels connect (NCCL's bootstrap allgather).
         self._gather({"ready": True})
-        self._channels(log, network)
+        self._channels(log, network, ndev)
         log.INFO("Connected all rings, use ring PXN 0 GDR 0")
         link = float(sc.faults().get("slow_link_gbps") or DEFAULT_LINK_GBPS) / 8.0
         self.nccl = {"log": log, "network": network, "GBps": link if network == "IB" else min(link, SOCKET_BUSBW_GBPS)}
 
     def _pick_network(self, log, iface, address):
-        """IB if enabled and an HCA is found, else Socket: the lines of src/transport/net_ib.cc and
-        src/plugin/net.cc, in the order of tests/fixtures/nccl/hca-missing.nccl.log."""
+        """(network, devices): IB if enabled and an HCA is found, else Socket; the lines of
+        src/transport/net_ib.cc and src/plugin/net.cc, in the order of tests/fixtures/nccl/hca-missing.nccl.log."""
         if (os.environ.get("NCCL_IB_DISABLE") or "0").strip() != "1":
             # src/transport/net_ib.cc:677 returns before this when NCCL_IB_DISABLE=1.
             wanted = [h.split(":")[0] for h in (os.environ.get("NCCL_IB_HCA") or "").lstrip("=^").split(",") if h]
@@ -327,20 +327,19 @@ class _Group:
                 log.INFO("Initialized NET plugin IB")
                 log.INFO("Assigned NET plugin IB to comm")
                 log.INFO("Using network IB")
-                return "IB"
+                return "IB", len(hcas)
             log.INFO("NET/IB : No device found.")
             log.INFO("NET/IB : Using [RO]; OOB %s:%s<0>" % (iface, address))
         log.INFO("Failed to initialize NET plugin IB")
         log.INFO("NET/Socket : Using [0]%s:%s<0>" % (iface, address))
         log.INFO("Initialized NET plugin Socket")
         log.INFO("Assigned NET plugin Socket to comm")
-        log.INFO("Using network %s" % "Socket")
-        return "Socket"
+        log.INFO("Using network Socket")
+        return "Socket", 1
 
-    def _channels(self, log, network):
-        """A ring over the hosts, two channels, one NIC port per host (tests/fixtures/nccl/socket.nccl.log)."""
+    def _channels(self, log, network, ndev):
+        """A ring over the hosts, two channels spread over the network devices (tests/fixtures/nccl/socket.nccl.log)."""
         prev, nxt = (self.rank - 1) % self.world, (self.rank + 1) % self.world
-        ndev = 1 if network == "Socket" else 2
         for c in range(2):
             log.INFO("Channel %02d/0 : %d[0] -> %d[0] [receive] via NET/%s/%d" % (c, prev, self.rank, network, c % ndev))
         for c in range(2):
