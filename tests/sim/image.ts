@@ -38,11 +38,12 @@ const COMMON_TYPES = [
 ];
 
 /**
- * vLLM's default CUDA build before 0.20 (CUDA 12.9, vllm-project/vllm#39878) with its default architectures
- * "8.0, 8.9, 9.0, 10.0, 10.3, 12.0" (vllm-project/vllm#23469): sm_120 SASS, which runs on the GB10 (12.1).
- * See components/images.ts for the binary-compatibility rule and its sources.
+ * A CUDA 13.0 build (the DGX OS driver 580's own CUDA) with vLLM's default architectures "8.0, 8.9, 9.0, 10.0, 10.3,
+ * 12.0" (vllm-project/vllm#23469): sm_120 SASS, which runs on the GB10 (12.1). torch and CUDA versions are those of
+ * the real run the torch stand-in reproduces (tests/fixtures/nccl, torch 2.11.0+cu130). See components/images.ts for
+ * the binary-compatibility rule and its sources.
  */
-const GB10_READY = { cuda: "12.9", torch: "2.10.0", cuda_arch_list: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"] };
+const GB10_READY = { cuda: "13.0", torch: "2.11.0+cu130", cuda_arch_list: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"] };
 
 const V0171: SimRelease = {
     version: "0.17.1",
@@ -67,14 +68,14 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
         transformers: "4.56.2",
         ray: "2.49.2",
         ...GB10_READY,
-        torch: "2.9.0",
     },
     // vLLM images from 0.18 ship no Ray (gpustack/gpustack#5430): no ray package, no ray CLI
     "no-ray": { ...V0171, ray: null },
     // a cu126 PyTorch (pytorch/pytorch#182250: 'sm_50' ... 'sm_90'): no sm_12x SASS and no PTX
-    "no-sm12x": { ...V0171, cuda: "12.6", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
-    // CUDA 13.2 with Blackwell kernels only as PTX: the 580 driver (CUDA 13.0) cannot JIT 13.2 PTX
-    "cuda-too-new": { ...V0171, cuda: "13.2", cuda_arch_list: ["sm_80", "sm_90", "sm_100", "compute_120"] },
+    "no-sm12x": { ...V0171, cuda: "12.6", torch: "2.11.0+cu126", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
+    // CUDA 13.2 (as NGC vLLM 26.05: CUDA 13.2.1, torch 2.12) with Blackwell kernels only as PTX: the 580 driver
+    // (CUDA 13.0) runs a 13.2 runtime under minor-version compatibility but cannot JIT 13.2 PTX
+    "cuda-too-new": { ...V0171, cuda: "13.2", torch: "2.12.0", cuda_arch_list: ["sm_80", "sm_90", "sm_100", "compute_120"] },
 };
 
 /** Parts of tests/sim/image/ a tag's image leaves out (an image without Ray has neither the package nor the CLI). */

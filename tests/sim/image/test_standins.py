@@ -460,6 +460,25 @@ class StandIns(unittest.TestCase):
             [sys.executable, os.path.join(PYDIR, "simcommon.py"), "gpu"], env=self.head.env, capture_output=True,
             text=True, timeout=10).stdout)["page_cache_gib"], 30.0, "a flush before the faults were set does not count")
 
+    def test_93_torch_sees_the_same_gb10(self):
+        # torch/_sim_gb10.py: what torch.cuda should report, from the same model as vllm serve's start-up check
+        self.set_faults(page_cache_gib=10, memory_held_gib=2.5)
+        code = ("import torch._sim_gb10 as g\n"
+                "f, t = g.mem_get_info(); print(round(f / 2**30, 2), round(t / 2**30, 2))\n"
+                "print(g.get_arch_list(), g.cuda_version(), g.torch_version(), g.get_device_capability())\n"
+                "try:\n    g.check_kernels(); print('ok')\nexcept RuntimeError as e:\n    print(type(e).__name__, e)")
+        r = self.head.py(code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "99.5 121.69")
+        self.assertIn("'sm_120'", lines[1])
+        self.assertEqual(lines[2], "ok")
+        new = self.release_file("too-new-torch", cuda="13.2", torch="2.12.0", cuda_arch_list=["sm_90", "compute_120"])
+        r = subprocess.run([sys.executable, "-c", code], env=dict(self.head.env, VLLM_SIM_RELEASE=new),
+                           capture_output=True, text=True, timeout=20)
+        self.assertIn("AcceleratorError CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+                      r.stdout)
+
     def test_91_compile_cache(self):
         self.set_faults(compile_seconds=3)
         root = os.path.join(self.root, "compile-cache")

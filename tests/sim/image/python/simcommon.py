@@ -140,13 +140,17 @@ def driver_cuda(driver=None):
 
 def cuda_runtime():
     """torch.version.cuda of this image."""
-    return str(release().get("cuda") or "12.9")
+    return str(release().get("cuda") or "13.0")
 
 
 def cuda_arch_list():
     """torch.cuda.get_arch_list() of this image (release.json cuda_arch_list)."""
-    return list(release().get("cuda_arch_list") or
-                ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "compute_120"])
+    return list(release().get("cuda_arch_list") or ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"])
+
+
+def torch_version():
+    """torch.__version__ of this image (release.json torch)."""
+    return str(release().get("torch") or "2.11.0+cu130")
 
 
 def _arch(t):
@@ -180,7 +184,7 @@ CUDA_CHECK_SUFFIX = ("CUDA kernel errors might be asynchronously reported at som
 
 def cuda_error_text(message, name):
     """PyTorch's C10_CUDA_CHECK text (c10/cuda/CUDAException.cpp), as in public GB10 logs."""
-    cls = "torch.AcceleratorError" if _ver(release().get("torch", "2.10.0")) >= (2, 8) else "RuntimeError"
+    cls = "torch.AcceleratorError" if _ver(torch_version().split("+")[0]) >= (2, 8) else "RuntimeError"
     return ("%s: CUDA error: %s\nSearch for `%s' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
             "group__CUDART__TYPES.html for more information.\n%s" % (cls, message, name, CUDA_CHECK_SUFFIX))
 
