@@ -15,6 +15,8 @@ import tempfile
 import threading
 import unittest
 
+sys.dont_write_bytecode = True  # nothing written into the image tree
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.join(HERE, "python")
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -162,7 +164,12 @@ class TorchStandIn(unittest.TestCase):
                 "torch.cuda.get_device_capability(0), torch.cuda.mem_get_info()[1] // (1 << 20), torch.__version__)")
         env = {"PYTHONPATH": PYDIR, "HF_HOME": self.root, "NVIDIA_VISIBLE_DEVICES": "all", "PYTHONDONTWRITEBYTECODE": "1"}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.split()
-        self.assertEqual(out, ["True", "1", "(12,", "1)", "124610", "2.11.0+cu130"])
+        # Total memory: the shared GB10 model's (simcommon.GPU_TOTAL_GIB).
+        sys.path.insert(0, PYDIR)
+        import simcommon
+        sys.path.remove(PYDIR)
+        total = str(int(simcommon.GPU_TOTAL_GIB * 1024 ** 3) // (1 << 20))
+        self.assertEqual(out, ["True", "1", "(12,", "1)", total, "2.11.0+cu130"])
         env.pop("NVIDIA_VISIBLE_DEVICES")
         out = subprocess.run([sys.executable, "-c", code.split(";")[0] + "; print(torch.cuda.is_available())"],
                              env=env, capture_output=True, text=True).stdout.split()

@@ -1,10 +1,10 @@
 """Stand-in `torch` for the simulated Sparks: only what the fabric check uses
 (components/remote/spark_vllm/fabric.py): tensors that are a size and one value each,
 torch.cuda (one GB10) and torch.distributed's NCCL path (torch/distributed/__init__.py).
-Versions are those of the real run recorded in tests/fixtures/nccl/ (torch 2.11.0+cu130)."""
+Versions, memory and CUDA facts: the GB10 model shared with the vLLM stand-in (torch/_sim_gb10.py)."""
 import builtins
 
-from torch import version
+from torch import _sim_gb10, version
 from torch.version import __version__
 
 
@@ -66,6 +66,8 @@ def _numel(size):
 
 
 def full(size, value, dtype=float32, device="cpu"):
+    if str(device).startswith("cuda"):
+        _sim_gb10.check_kernels()  # filling it is the first kernel: an image without GB10 kernels fails here
     return Tensor(_numel(size if isinstance(size, (tuple, list)) else (size,)), value, dtype, device)
 
 

@@ -1,25 +1,23 @@
-"""torch.cuda stand-in: one NVIDIA GB10 (compute capability 12.1) per simulated Spark.
+"""torch.cuda stand-in: one NVIDIA GB10 per simulated Spark.
 
 A GPU is visible when the container was started with one (`docker run --gpus`, which sets
-NVIDIA_VISIBLE_DEVICES; "void"/"none" or unset mean none, as with the NVIDIA container toolkit).
-Memory: CUDA reports 121.69 GiB total on a Spark (DESIGN.md, facts learned); free memory is the
-fault switch `free_memory_gib` (default 112.0, as the vLLM stand-in's)."""
+NVIDIA_VISIBLE_DEVICES; "void"/"none" or unset mean none, as with the NVIDIA container toolkit),
+and when the driver is new enough for the image's CUDA. Memory, capability and arch list come
+from the GB10 model the vLLM stand-in shares (torch/_sim_gb10.py, simcommon)."""
 import os
 
-import simcommon as sc
-
+from torch import _sim_gb10
 from torch.cuda import nccl  # torch.cuda.nccl.version()
 
 __all__ = ["nccl", "is_available", "device_count", "set_device", "current_device", "get_device_name",
-           "get_device_capability", "mem_get_info", "synchronize"]
+           "get_device_capability", "get_arch_list", "mem_get_info", "synchronize"]
 
-TOTAL_BYTES = int(121.69 * (1 << 30))
 _current = 0
 
 
 def _visible():
     v = (os.environ.get("NVIDIA_VISIBLE_DEVICES") or "").strip()
-    if v in ("", "void", "none"):
+    if v in ("", "void", "none") or _sim_gb10.driver_too_old():
         return 0
     if v == "all":
         return 1
@@ -55,12 +53,15 @@ def get_device_name(device=None):
 
 
 def get_device_capability(device=None):
-    return (12, 1)
+    return _sim_gb10.get_device_capability(device)
+
+
+def get_arch_list():
+    return _sim_gb10.get_arch_list()
 
 
 def mem_get_info(device=None):
-    free = float(sc.faults().get("free_memory_gib", 112.0)) * (1 << 30)
-    return int(min(free, TOTAL_BYTES)), TOTAL_BYTES
+    return _sim_gb10.mem_get_info(device)
 
 
 def synchronize(device=None):
