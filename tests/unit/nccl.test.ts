@@ -1,7 +1,10 @@
 // components/nccl.ts over the real NCCL 2.28.9 logs in tests/fixtures/nccl/ (see its README).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { diagnose } from "../../components/diagnosis";
 import {
@@ -169,4 +172,58 @@ test("transport classes", () => {
     assert.equal(transportClass("SHM/direct/direct"), "SHM");
     assert.equal(summariseTransport(["P2P", "NET/IB"]), "NET/IB+P2P");
     assert.equal(summariseTransport([]), undefined);
+});
+
+/** A free TCP port on loopback. */
+async function freePort(): Promise<number> {
+    const srv = createServer();
+    await new Promise<void>(resolve => srv.listen(0, "127.0.0.1", resolve));
+    const port = (srv.address() as { port: number }).port;
+    await new Promise(resolve => srv.close(resolve));
+    return port;
+}
+
+test("the sim's stand-in torch prints NCCL lines this parser reads as it reads the real ones", async () => {
+    // fabric.py on the stand-in (tests/sim/image/python/torch), two local ranks; the second host's HCAs are missing.
+    const root = mkdtempSync(path.join(tmpdir(), "nccl-standin-"));
+    const repo = path.join(__dirname, "..", "..");
+    try {
+        const port = await freePort();
+        const run = (rank: number, faults: object) => {
+            const home = path.join(root, `h${rank}`);
+            const log = path.join(home, "log");
+            mkdirSync(home, { recursive: true });
+            writeFileSync(path.join(home, "sim-faults.json"), JSON.stringify(faults));
+            const args = { rank, worldSize: 2, masterAddr: "127.0.0.1", masterPort: port, logDir: log, sizes: [1 << 20], iters: 2, warmup: 1, timeoutSeconds: 10 };
+            const child = spawn("python3", [path.join(repo, "components/remote/spark_vllm/fabric.py"), JSON.stringify(args)], {
+                env: {
+                    PATH: process.env.PATH, PYTHONDONTWRITEBYTECODE: "1", PYTHONPATH: path.join(repo, "tests/sim/image/python"),
+                    HF_HOME: home, NVIDIA_VISIBLE_DEVICES: "all", NCCL_SOCKET_IFNAME: "lo", NCCL_IB_HCA: "rocep1s0f1,roceP2p1s0f1",
+                },
+            });
+            let out = "";
+            child.stdout.on("data", d => (out += d));
+            return new Promise<{ code: number | null; out: string; nccl: string }>(resolve =>
+                child.on("close", code => resolve({ code, out, nccl: readFileSync(path.join(log, `fabric-rank${rank}.nccl.log`), "utf8") })));
+        };
+        const [a, b] = await Promise.all([run(0, {}), run(1, { hca_missing: true })]);
+        assert.equal(a.code, 0);
+        assert.equal(parseFabricOutput(a.out)?.transport, "NET/IB");
+        assert.equal(ncclTransportUsed(a.nccl), "NET/IB");
+        assert.equal(ncclSocketFallback(a.nccl), undefined);
+        assert.equal(parseNcclLog(a.nccl).version, "2.28.9+cuda13.0");
+        assert.equal(b.code, 1);
+        const fb = ncclSocketFallback(b.nccl)!;
+        assert.match(fb.line, /^[^ ]+:[0-9]+:[0-9]+ \[0\] NCCL INFO NET\/IB : No device found\.$/);
+        assert.deepEqual(fb.lines.map(l => l.replace(/^.* NCCL INFO /, "")), [
+            "NCCL_IB_HCA set to rocep1s0f1,roceP2p1s0f1",
+            "NET/IB : No device found.",
+            "Failed to initialize NET plugin IB",
+            "Using network Socket",
+            "Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0",
+        ]);
+        assert.equal(refineNcclDiagnosis(undefined, b.nccl)?.transport, "NET/Socket");
+    } finally {
+        rmSync(root, { recursive: true, force: true });
+    }
 });
