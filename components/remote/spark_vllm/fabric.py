@@ -18,10 +18,10 @@
 # are _say/_fail and it binds no `main`.
 #
 # How NCCL's output is captured: the rank runs in a forked child (torch is imported only
-# there) with NCCL_DEBUG_FILE set. NCCL writes its log lines to stdout with plain vfprintf
-# and no fflush (src/debug.cc, ncclDebugLogV), so into a pipe or file they are block-buffered
-# and lost when a hung rank is killed; a file named by NCCL_DEBUG_FILE is opened with
-# setlinebuf (src/debug.cc, ncclDebugInit), so every line is on disk as it is printed.
+# there) with NCCL_DEBUG_FILE set. NCCL writes its log lines to stdout with fwrite and no
+# fflush (NVIDIA/nccl v2.28.9-1 src/debug.cc, ncclDebugLog), so into a pipe or file they are
+# block-buffered and lost when a hung rank is killed; a file named by NCCL_DEBUG_FILE is opened
+# with setlinebuf (same file, ncclDebugInit), so every line is on disk as it is printed.
 # The child's own stdout/stderr (torch's exceptions) go to a second file. The parent never
 # imports torch, enforces the timeout, and kills the child's process group if it hangs.
 import datetime
@@ -43,9 +43,10 @@ DEFAULT_LOG_DIR = "/var/tmp/spark-vllm"
 # Bandwidth warning: busbw at the largest size below this fraction of the link's line rate.
 # Bus bandwidth is the figure nccl-tests compares with the hardware's peak (nccl-tests
 # doc/PERFORMANCE.md, "Bus Bandwidth"); a healthy RoCE/IB link gets most of its line rate for
-# messages of hundreds of MiB, while NCCL over TCP sockets gets a small fraction of it (the
-# issue's real run: 312 GB/s P2P vs 3.1 GB/s sockets on one host). 25% is our own threshold:
-# far enough below line rate that message size or tuning alone does not explain it.
+# messages of hundreds of MiB, while NCCL over TCP sockets gets a small fraction of it (real run,
+# two H200s, tests/fixtures/nccl/: 299.6 GB/s over NVLink, 4.2 GB/s over sockets at 256 MiB).
+# 25% is our own threshold: far enough below line rate that message size or tuning alone does
+# not explain it. The line rate: args.linkGbps, else /sys/class/net/<NCCL_SOCKET_IFNAME>/speed.
 DEFAULT_MIN_LINK_FRACTION = 0.25
 # Logging only: these change what NCCL prints, never which transport it picks.
 # INIT/BOOTSTRAP/ENV are NCCL's default subsystems; NET adds the NET/IB and NET/Socket
