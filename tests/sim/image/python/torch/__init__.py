@@ -1,6 +1,7 @@
-"""Stand-in `torch` for the simulated Sparks: only what the fabric check uses
-(components/remote/spark_vllm/fabric.py): tensors that are a size and one value each,
-torch.cuda (one GB10) and torch.distributed's NCCL path (torch/distributed/__init__.py).
+"""Stand-in `torch` for the simulated Sparks: only what the fabric check
+(components/remote/spark_vllm/fabric.py) and the compat check's first kernel (spark_vllm/cuda.py)
+use: tensors that are a size and one value each, torch.cuda (one GB10) and torch.distributed's
+NCCL path (torch/distributed/__init__.py).
 Versions, memory and CUDA facts: the GB10 model shared with the vLLM stand-in (torch/_sim_gb10.py)."""
 import builtins
 
@@ -39,6 +40,14 @@ class Tensor:
 
     def fill_(self, value):
         self._value = value
+        return self
+
+    def add_(self, other):
+        self._value += other.item() if isinstance(other, Tensor) else other
+        return self
+
+    def mul_(self, other):
+        self._value *= other.item() if isinstance(other, Tensor) else other
         return self
 
     def __getitem__(self, index):
