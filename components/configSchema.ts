@@ -26,8 +26,13 @@ export interface ConfigKey {
     secret?: boolean;
     /** Read by the program (index.ts) and handed to SparkCluster, not part of the parsed spec. */
     program?: boolean;
-    /** A valid value (the tests build configs from these; required keys' examples make a minimal config). */
+    /**
+     * A valid value. The tests and the reference build configs of two hosts from these (the required keys'
+     * examples make the minimal config), so each must be valid in a cluster of two Sparks.
+     */
     example: unknown;
+    /** For a key of a list entry that must differ between entries (a name, an address): the second entry's value. */
+    example2?: unknown;
     /** What it means, one or two sentences of Markdown. */
     description: string;
 }
@@ -49,6 +54,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         type: "string",
         required: true,
         example: "spark-a",
+        example2: "spark-b",
         description: "Short name: `a-z`, `0-9` and `-`, starting and ending with a letter or digit; unique. Part of every resource and container name of the host.",
     },
     {
@@ -63,6 +69,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         type: "string",
         required: true,
         example: "198.18.0.11",
+        example2: "198.18.0.12",
         description: "SSH host name or address. The endpoint URL uses the head's. Two hosts may not be the same `host:port`.",
     },
     {
@@ -101,6 +108,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         type: "string",
         required: true,
         example: "198.19.100.10",
+        example2: "198.19.100.11",
         description: "This host's IPv4 address on that interface: its `VLLM_HOST_IP` and Ray node IP. Unique across hosts.",
     },
     {
@@ -216,7 +224,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         defaultText: "the GPUs of all hosts ÷ `pipelineParallelSize`",
         min: 1,
         max: 64,
-        example: 1,
+        example: 2,
         description: "Tensor parallelism. TP × PP must equal the GPUs of all hosts.",
     },
     {

@@ -40,8 +40,8 @@ function table(keys: readonly ConfigKey[]): string[] {
     ];
 }
 
-/** A value at a schema path in a nested object; `[]` means the first entry of the list. */
-export function setAtPath(target: Record<string, unknown>, keyPath: string, value: unknown): void {
+/** Sets a value at a schema path in a nested object; `[]` means entry `entry` of the list (default the first). */
+export function setAtPath(target: Record<string, unknown>, keyPath: string, value: unknown, entry = 0): void {
     const parts = keyPath.split(".");
     let obj: any = target;
     parts.forEach((raw, i) => {
@@ -49,9 +49,10 @@ export function setAtPath(target: Record<string, unknown>, keyPath: string, valu
         const key = list ? raw.slice(0, -2) : raw;
         const last = i === parts.length - 1;
         if (list) {
-            if (!Array.isArray(obj[key])) obj[key] = [{}];
+            if (!Array.isArray(obj[key])) obj[key] = [];
+            while (obj[key].length <= entry) obj[key].push({});
             if (last) obj[key] = value;
-            else obj = obj[key][0];
+            else obj = obj[key][entry];
         } else if (last) {
             obj[key] = value;
         } else {
@@ -61,11 +62,15 @@ export function setAtPath(target: Record<string, unknown>, keyPath: string, valu
     });
 }
 
-/** A stack config with every key the spec parser reads set to its example (leaves only). */
+/** A stack config of two hosts with every key the spec parser reads (and `filter` keeps) set to its example. */
 export function exampleConfig(filter: (k: ConfigKey) => boolean = () => true): Record<string, unknown> {
     const config: Record<string, unknown> = {};
     const isLeaf = (k: ConfigKey) => !CONFIG_SCHEMA.some(o => o.path.startsWith(k.path + ".") || o.path.startsWith(k.path + "[]."));
-    for (const k of CONFIG_SCHEMA) if (isLeaf(k) && !k.program && filter(k)) setAtPath(config, k.path, k.example);
+    for (const k of CONFIG_SCHEMA) {
+        if (!isLeaf(k) || k.program || !filter(k)) continue;
+        setAtPath(config, k.path, k.example);
+        if (k.path.includes("[].")) setAtPath(config, k.path, k.example2 ?? k.example, 1);
+    }
     return config;
 }
 
@@ -103,27 +108,28 @@ export function renderConfiguration(): string {
     out.push(
         "## Every key at once",
         "",
-        "Each key set to an example value (a config that parses, on test addresses). Only `hosts`, `image`",
-        "and `model` (`id`, `cacheDir`) are needed; `Pulumi.spark.yaml` is a real one.",
+        "Each key set to an example value: two Sparks on test addresses, a config that parses. Only `hosts`,",
+        "`image` and `model` (`id`, `cacheDir`) are needed; `Pulumi.spark.yaml` is a real one.",
         "",
         "```yaml",
-        yaml.dump({ config: example }, { lineWidth: 120, flowLevel: 4 }).trimEnd(),
+        yaml.dump({ config: example }, { lineWidth: 120, flowLevel: 4, noRefs: true }).trimEnd(),
         "```",
         "",
     );
     return out.join("\n");
 }
 
-/** The generated block of docs/troubleshooting.md: every diagnosis kind with the hint `up` prints. */
+/** The generated block of docs/troubleshooting.md: one row per diagnosis kind, with the hint `up` prints. */
 export function renderDiagnosisKinds(): string {
-    const out = [BEGIN, ""];
-    for (const entry of DIAGNOSIS_CATALOG) {
-        out.push(`### \`${entry.kind}\``, "");
-        if (entry.wrapper) out.push("A wrapper line: it only says something failed further up, so it is never reported as the cause.", "");
-        out.push(entry.hint, "");
-    }
-    out.push(END);
-    return out.join("\n");
+    return [
+        BEGIN,
+        "",
+        "| kind | what it means and what to change (the hint `up` and `spark-vllm diagnose` print) |",
+        "| --- | --- |",
+        ...DIAGNOSIS_CATALOG.map(e => `| \`${e.kind}\` | ${cell(e.hint)} |`),
+        "",
+        END,
+    ].join("\n");
 }
 
 /** docs/troubleshooting.md with its generated block replaced. */

@@ -31,7 +31,7 @@ function problems(config: Record<string, unknown>): string[] {
     }
 }
 
-/** A config with only the required keys, each at its example value. */
+/** A config of two hosts with only the required keys, each at its example value. */
 const minimal = () => exampleConfig(k => isRequiredChain(k));
 function isRequiredChain(k: ConfigKey): boolean {
     // Required, and every object above it is required too.
@@ -77,8 +77,9 @@ test("at every level, the keys parseSpec accepts are the schema's keys (and no o
         assert.ok(m, `parseSpec's message for an unknown key does not list the known keys: ${line}`);
         return m[1].split(", ").sort();
     };
-    assert.deepEqual(known(""), children("").sort(), "top-level keys");
-    for (const k of CONFIG_SCHEMA.filter(isObject)) assert.deepEqual(known(objectPath(k)), children(objectPath(k)).sort(), `keys under ${k.path}`);
+    const fix = "(actual: what parseSpec accepts; expected: what components/configSchema.ts lists. Change the schema, then npm run docs)";
+    assert.deepEqual(known(""), children("").sort(), `top-level keys ${fix}`);
+    for (const k of CONFIG_SCHEMA.filter(isObject)) assert.deepEqual(known(objectPath(k)), children(objectPath(k)).sort(), `keys under ${k.path} ${fix}`);
 });
 
 test("a config of only the schema's required keys parses, and each of them is required", () => {
@@ -98,7 +99,7 @@ test("a config of only the schema's required keys parses, and each of them is re
 test("every optional key's default in the schema is what parseSpec fills in", () => {
     const spec = parseSpec(minimal());
     for (const k of CONFIG_SCHEMA.filter(k => !k.required && !k.program && !isObject(k))) {
-        if (k.default !== undefined) assert.deepEqual(valueAt(spec, k.path), k.default, `${k.path}: the schema's default`);
+        if (k.default !== undefined) assert.deepEqual(valueAt(spec, k.path), k.default, `${k.path}: the schema's default (actual: parseSpec's)`);
         else assert.ok(k.defaultText, `${k.path}: neither a default nor a defaultText`);
     }
     // The computed defaults, as the schema words them.
@@ -106,6 +107,7 @@ test("every optional key's default in the schema is what parseSpec fills in", ()
     assert.equal(spec.vllm.maxModelLen, undefined, "vllm.maxModelLen: the model's own maximum (not set)");
     assert.equal(spec.vllm.version, undefined, "vllm.version: unknown");
     const host = (minimal().hosts as Array<Record<string, any>>)[0];
+    assert.equal(spec.vllm.tensorParallelSize, 2, "vllm.tensorParallelSize defaults to the GPUs of all hosts");
     const hosts = [1, 2, 3, 4].map(i => ({ ...host, name: `h${i}`, ssh: { ...host.ssh, host: `198.18.0.${i}` }, fabric: { ...host.fabric, address: `198.19.0.${i}` } }));
     const gpus = parseSpec({ ...minimal(), hosts, vllm: { pipelineParallelSize: 2 } });
     assert.equal(gpus.vllm.tensorParallelSize, 2, "vllm.tensorParallelSize defaults to the GPUs of all hosts ÷ pipelineParallelSize");

@@ -1,6 +1,6 @@
 // The GitHub workflows: CI installs and tests; the preview runs `pulumi preview` through pulumi/actions for
-// exactly the committed stacks, with the policy pack, commenting on the pull request. And the README's
-// troubleshooting table covers every diagnosis kind.
+// exactly the committed stacks, with the policy pack, commenting on the pull request. And the
+// troubleshooting table (docs/troubleshooting.md) covers every diagnosis kind.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -45,9 +45,9 @@ test("preview.yml: a matrix over exactly the committed stacks, pulumi/actions pr
     assert.equal(wf.permissions["pull-requests"], "write");
 });
 
-test("README: the troubleshooting table has one row per diagnosis kind", () => {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const section = /\n## Troubleshooting\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? "";
+test("docs/troubleshooting.md: the table of diagnosis kinds has one row per kind", () => {
+    const doc = fs.readFileSync(path.join(ROOT, "docs", "troubleshooting.md"), "utf8");
+    const section = /\n## Diagnosis kinds\n([\s\S]*?)\n## /.exec(doc)?.[1] ?? "";
     const rows = [...section.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map(m => m[1]);
     assert.deepEqual([...rows].sort(), DIAGNOSIS_CATALOG.map(e => e.kind).sort());
 });
