@@ -8,7 +8,8 @@
 // no \d \w \s \b (Unicode-aware in Python), no lookbehind, no named groups.
 //
 // How a log is read:
-//  1. normalise: strip ANSI escapes, CRLF/CR → LF, strip process prefixes
+//  1. normalise: strip ANSI escapes, CRLF/CR → LF, cut each line at
+//     maxLineChars (so matching stays linear), strip process prefixes
 //     such as `(EngineCore_DP0 pid=456) ` or `[rank0]: ` (nested ones too);
 //  2. the earliest line matching a firm pattern is the root cause; traceback
 //     frame lines and the source lines under them are skipped (a source line
@@ -242,9 +243,23 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
     },
 ];
 
+/**
+ * Lines are cut to this many characters (code points, as Python's `line[:n]` counts) right after the log is split,
+ * before any pattern sees them: a pattern that scans a line for each of its starts costs the square of the
+ * line's length, so an uncut line of megabytes took minutes; cut, every line costs at most a constant and
+ * diagnosing is linear in the log's size (worst case, a 2 MB log of lines built to make the catalog's `[^\]]*` and
+ * `.*` patterns scan: about half a second). Root-cause lines are a few hundred characters and match near their
+ * start; longer lines are configuration dumps. The Python twin cuts at the same length (it takes this from the diagnosis data).
+ */
+export const maxLineChars = 2048;
+
 /** Line-level regexes shared with the Python port (see `diagnosisData`). */
 export const LOG_SYNTAX = {
-    ansi: "\\x1b(?:\\[[0-9;?]*[ -/]*[@-~]|\\][^\\x07]*\\x07|[@-Z\\\\-_])",
+    /**
+     * An OSC sequence (`ESC ] …` ended by BEL or `ESC \`) is at most 256 characters of one line: unbounded, every
+     * unterminated one was scanned to the end of the log (quadratic), and one could swallow the lines up to a later BEL.
+     */
+    ansi: "\\x1b(?:\\[[0-9;?]*[ -/]*[@-~]|\\][^\\x07\\x1b\\n]{0,256}(?:\\x07|\\x1b\\\\)|[@-Z\\\\-_])",
     /** One process prefix; stripped repeatedly, as prefixes nest. */
     prefix:
         "^(?:\\((?:[A-Za-z0-9_.:-]+ )?pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\\) |\\((?:raylet|gcs_server)(?:, ip=[0-9A-Fa-f.:]+)?\\) |\\[rank[0-9]+\\]: ?)",
@@ -278,15 +293,34 @@ const COMPILED: Compiled[] = DIAGNOSIS_CATALOG.map(entry => ({
     weak: (entry.weakPatterns ?? []).map(p => re(p, entry.ignoreCase)),
 }));
 
-const stripBlanks = (s: string) => s.replace(/^[ \t]+|[ \t]+$/g, "");
+const isBlank = (c: number) => c === 32 || c === 9;
+/** Without trailing spaces and tabs. A loop, not /[ \t]+$/: that regex retries every run of blanks from each of its starts (quadratic). */
+const trimBlanksEnd = (s: string) => {
+    let end = s.length;
+    while (end > 0 && isBlank(s.charCodeAt(end - 1))) end--;
+    return end === s.length ? s : s.slice(0, end);
+};
+const stripBlanks = (s: string) => {
+    let start = 0;
+    while (start < s.length && isBlank(s.charCodeAt(start))) start++;
+    return trimBlanksEnd(start === 0 ? s : s.slice(start));
+};
 
-/** The log as lines: no ANSI escapes, LF only, no process prefixes, no trailing blanks (indentation kept). */
+/** The first maxLineChars code points of a line (Python's `line[:maxLineChars]`). */
+function capLine(line: string): string {
+    if (line.length <= maxLineChars) return line;
+    let i = 0;
+    for (let n = 0; n < maxLineChars && i < line.length; n++) i += line.codePointAt(i)! > 0xffff ? 2 : 1;
+    return line.slice(0, i);
+}
+
+/** The log as lines: no ANSI escapes, LF only, at most maxLineChars each, no process prefixes, no trailing blanks (indentation kept). */
 export function normaliseLog(log: string): string[] {
     const text = log.replace(ANSI, "").replace(/\r\n?/g, "\n");
     return text.split("\n").map(raw => {
-        let line = raw;
+        let line = capLine(raw);
         for (let m = PREFIX.exec(line); m; m = PREFIX.exec(line)) line = line.slice(m[0].length);
-        return line.replace(REPEATED, "").replace(/[ \t]+$/, "");
+        return trimBlanksEnd(line.replace(REPEATED, ""));
     });
 }
 
@@ -333,6 +367,6 @@ export function contextAround(log: string, lineText: string, before = 10, after 
 }
 
 /** The catalog and line syntax as JSON data, for the helper's Python twin (components/remote/spark_vllm/diagnosis.py). */
-export function diagnosisData(): { catalog: readonly CatalogEntry[]; syntax: typeof LOG_SYNTAX } {
-    return { catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX };
+export function diagnosisData(): { catalog: readonly CatalogEntry[]; syntax: typeof LOG_SYNTAX; maxLineChars: number } {
+    return { catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX, maxLineChars };
 }
