@@ -1,19 +1,17 @@
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, RawConfig } from "./spec";
+import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec";
 
-const KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb"];
-
-/** Reads the stack's raw config values (structured values arrive as JSON text). */
+/**
+ * Reads the stack's raw config: every key of the namespace, not only the known ones, so that a misspelt key
+ * (`spark-vllm:vLLM`, `spark-vllm:modle`) fails `pulumi up` with the same "did you mean" as `spark-vllm plan`
+ * (both go through rawConfigFromStack; parseSpec refuses unknown keys). Secrets are read as set or not, never
+ * their text: SparkCluster gets them from `config.getSecret`.
+ *
+ * `pulumi.runtime.allConfig()` is the whole config map, `namespace:key` → text (structured values as JSON):
+ * under the real runner it is parsed from PULUMI_CONFIG, which the language host sets, and under
+ * `pulumi.runtime.setMocks` from what `setAllConfig` stored; `Config.get` reads the same map
+ * (@pulumi/pulumi runtime/config.js parseConfig), so this sees exactly what `config.get` would.
+ */
 export function readConfig(config = new pulumi.Config(CONFIG_NAMESPACE)): RawConfig {
-    const raw: RawConfig = {};
-    for (const key of KEYS) {
-        const text = config.get(key);
-        if (text === undefined) continue;
-        try {
-            raw[key] = JSON.parse(text);
-        } catch {
-            raw[key] = text;
-        }
-    }
-    return raw;
+    return rawConfigFromStack(pulumi.runtime.allConfig(), { text: true, namespace: config.name });
 }

@@ -52,7 +52,7 @@ export interface ModelSpec {
     trustRemoteCode: boolean;
     /** Default "present": verify only. */
     weights: WeightsStrategy;
-    /** head-then-copy: port on the head's fabric address the workers copy from; default 18080. */
+    /** head-then-copy: port on the head's fabric address the workers copy from; default 20080 (outside Ray's worker ports). */
     copyPort: number;
 }
 
@@ -122,8 +122,185 @@ export class SpecError extends Error {
 
 const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken"];
 
-/** The flags spark-vllm sets itself; extraArgs may not repeat them. */
+// ---------------------------------------------------------------- bounds
+
+/**
+ * What config may contribute, bounded so that every value fits the places it lands (command lines, container
+ * names, error messages) and a mistake fails here with a clear message, not later on a host.
+ */
+export const LIMITS = {
+    /** Any one string value not bounded more tightly below. */
+    valueChars: 1024,
+    /** Hosts in one cluster (the probes and the copy list every host in one command). */
+    hosts: 256,
+    hcas: 16,
+    /** DNS: 253 characters for a name, 63 for a label (RFC 1035, 2.3.4). */
+    sshHostChars: 253,
+    hostNameChars: 63,
+    /** useradd's limit on Linux user names. */
+    userChars: 32,
+    pathChars: 1024,
+    /** vllm.extraArgs: the only free text that lands in a command line; see MAX_ARG_STRLEN. */
+    extraArgs: 128,
+    extraArgChars: 4096,
+    extraArgsBytes: 16 * 1024,
+    /** Unknown keys named per object, and problems listed in all, before "and N more". */
+    unknownKeysReported: 20,
+    problems: 200,
+} as const;
+
+/**
+ * Linux refuses an exec argument longer than MAX_ARG_STRLEN, 32 pages: 128 KiB with 4 KiB pages
+ * (include/uapi/linux/binfmts.h `#define MAX_ARG_STRLEN (PAGE_SIZE * 32)`; fs/exec.c copy_strings fails with
+ * E2BIG, which surfaces as a cryptic "Argument list too long" or a dropped SSH session). sshd runs a remote
+ * command as one argument of the user's shell (OpenSSH session.c do_child: `execve(shell, [shell0, "-c",
+ * command])`), so every command text, with its terminating NUL, must fit in one.
+ */
+export const MAX_ARG_STRLEN = 128 * 1024;
+
+/** UTF-8 length of a string, without allocating. */
+export function utf8Length(s: string): number {
+    let n = 0;
+    for (let i = 0; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c < 0x80) n += 1;
+        else if (c < 0x800) n += 2;
+        else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) (n += 4), i++;
+        else n += 3;
+    }
+    return n;
+}
+
+/** A problem when a command text does not fit in one exec argument (see MAX_ARG_STRLEN); undefined when it does. */
+export function commandLengthProblem(label: string, text: string): string | undefined {
+    const bytes = utf8Length(text) + 1;
+    if (bytes <= MAX_ARG_STRLEN) return undefined;
+    return `${label}: its command text is ${bytes} bytes, and Linux runs a remote command as one argument of at most ` +
+        `${MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN); shorten spark-vllm:vllm.extraArgs or the host list`;
+}
+
+// ---------------------------------------------------------------- showing values in messages
+
+/**
+ * C0 and C1 controls (NUL, newline, escape…), DEL, the line and paragraph separators, and the invisible
+ * zero-width and bidirectional formatting characters that make text read differently from what it is
+ * (Trojan Source, CVE-2021-42574). No config value needs any of them.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/;
+
+/** A value for an error message: quoted, escaped to printable ASCII, and cut at `max` characters. Never more than one line. */
+export function show(value: string, max = 60): string {
+    const cut = value.length > max;
+    let out = "";
+    for (const ch of cut ? value.slice(0, max) : value) {
+        const c = ch.codePointAt(0)!;
+        if (ch === '"' || ch === "\\") out += "\\" + ch;
+        else if (c >= 0x20 && c < 0x7f) out += ch;
+        else if (ch === "\n") out += "\\n";
+        else if (ch === "\t") out += "\\t";
+        else if (ch === "\r") out += "\\r";
+        else out += c > 0xffff ? `\\u{${c.toString(16)}}` : `\\u${c.toString(16).padStart(4, "0")}`;
+    }
+    return cut ? `"${out}…" (${value.length} characters)` : `"${out}"`;
+}
+
+/** A key or option name as written in a message: bare when it is plain, else shown escaped. */
+function plain(s: string): string {
+    return /^[A-Za-z0-9_.:+-]{1,64}$/.test(s) ? s : show(s, 40);
+}
+
+function describe(value: unknown): string {
+    if (Array.isArray(value)) return "a list";
+    if (typeof value === "string") return show(value, 40);
+    if (value === null) return "null";
+    return typeof value === "object" ? "an object" : `${typeof value} ${show(String(value), 40).slice(1, -1)}`;
+}
+
+/** Levenshtein distance, or limit + 1 as soon as it must exceed `limit` (keys may be huge). */
+function editDistance(a: string, b: string, limit = 3): number {
+    if (Math.abs(a.length - b.length) > limit || a.length > 64 || b.length > 64) return limit + 1;
+    const dp = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+    for (let j = 1; j <= b.length; j++) dp[0][j] = j;
+    for (let i = 1; i <= a.length; i++)
+        for (let j = 1; j <= b.length; j++)
+            dp[i][j] = Math.min(dp[i - 1][j] + 1, dp[i][j - 1] + 1, dp[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    return dp[a.length][b.length];
+}
+
+// ---------------------------------------------------------------- reading the stack's config
+
+/** Keys whose values are secrets. parseSpec sees only whether they are set; SparkCluster gets them as secret Outputs. */
+export const SECRET_KEYS: readonly string[] = ["sshPrivateKey", "hfToken"];
+/** A set secret, as a RawConfig holds it: its presence, never its text. */
+export const SECRET_SET = "[secret]";
+/** A secret the stack file holds in plain text instead of `secure:`; parseSpec refuses it. */
+export const SECRET_IN_PLAIN_TEXT = "[secret in plain text]";
+/** A key outside our namespace that looks meant for it (`spark-vlm:model`, or `hosts` with no namespace). */
+const FOREIGN_KEY = "[key outside the spark-vllm namespace]";
+
+/** Whether a key's value is kept out of the raw config: a secret key, a near spelling of one, or a name that says secret. */
+function secretLike(key: string): boolean {
+    const k = key.toLowerCase();
+    return SECRET_KEYS.some(s => editDistance(s.toLowerCase(), k) <= 3) || /key|token|secret|passw|credential/.test(k);
+}
+
+function nearNamespace(space: string, ns: string): boolean {
+    const squash = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
+    return squash(space) === squash(ns) || editDistance(space, ns, 2) <= 2;
+}
+
+/** Pulumi's config text: structured values arrive as JSON, scalars as their text. */
+function parseConfigText(text: string): unknown {
+    try {
+        return JSON.parse(text);
+    } catch {
+        return text;
+    }
+}
+
+export interface StackConfigOptions {
+    /** Values are Pulumi's config text (JSON for structured values), as `pulumi up` hands them to the program. */
+    text?: boolean;
+    /** For a secret's value: whether the stack holds it in plain text (a stack file's `secure:` is not). */
+    plainText?: (value: unknown) => boolean;
+    /** Default spark-vllm. */
+    namespace?: string;
+}
+
+/**
+ * The raw config of our namespace, from a whole stack's config map (`spark-vllm:hosts` → value): every key,
+ * known or not, so a misspelt key (`spark-vllm:vLLM`, `spark-vllm:modle`) is refused under `pulumi up`
+ * (components/config.ts) with the same words as by `spark-vllm plan` (bin/plan-command.ts); both read through
+ * here. Secrets become SECRET_SET or SECRET_IN_PLAIN_TEXT, so their text never reaches the spec or a message.
+ * A key whose namespace is one or two edits from ours, or that has none, is kept so parseSpec can name it;
+ * other namespaces (`docker:`, `pulumi:`) are left alone.
+ */
+export function rawConfigFromStack(config: Record<string, unknown>, opts: StackConfigOptions = {}): RawConfig {
+    const ns = opts.namespace ?? CONFIG_NAMESPACE;
+    const raw: RawConfig = {};
+    for (const full of Object.keys(config).sort()) {
+        const colon = full.indexOf(":");
+        const space = colon < 0 ? "" : full.slice(0, colon);
+        const key = full.slice(colon + 1);
+        const value = config[full];
+        if (colon < 0) raw[`:${full}`] = FOREIGN_KEY;
+        else if (space !== ns) {
+            if (nearNamespace(space, ns)) raw[full] = FOREIGN_KEY;
+        } else if (secretLike(key)) {
+            if (value !== null && value !== undefined) raw[key] = opts.plainText?.(value) ? SECRET_IN_PLAIN_TEXT : SECRET_SET;
+        } else raw[key] = opts.text && typeof value === "string" ? parseConfigText(value) : value;
+    }
+    return raw;
+}
+
+// ---------------------------------------------------------------- vLLM's own options
+
+/**
+ * The flags spark-vllm sets itself, with the config key that sets each; extraArgs may not repeat them in any
+ * spelling vLLM accepts (see vllmOptionOf).
+ */
 export const MANAGED_VLLM_FLAGS: Record<string, string> = {
+    "--model": "model.id",
     "--tensor-parallel-size": "vllm.tensorParallelSize",
     "-tp": "vllm.tensorParallelSize",
     "--pipeline-parallel-size": "vllm.pipelineParallelSize",
@@ -134,9 +311,74 @@ export const MANAGED_VLLM_FLAGS: Record<string, string> = {
     "--max-model-len": "vllm.maxModelLen",
     "--served-model-name": "model.servedName",
     "--api-key": "the generated apiKey output (never put a key in extraArgs)",
+    "--hf-token": "hfToken, a secret (never put a token in extraArgs)",
     "--distributed-executor-backend": "spark-vllm (always ray)",
     "--trust-remote-code": "model.trustRemoteCode",
+    // vLLM's multi-node launch without Ray: spark-vllm decides how the hosts find each other.
+    "--nnodes": "hosts (spark-vllm's multi-node launch)",
+    "--node-rank": "hosts (spark-vllm's multi-node launch)",
+    "--master-addr": "hosts (spark-vllm's multi-node launch)",
+    "--master-port": "hosts (spark-vllm's multi-node launch)",
+    "--headless": "hosts (spark-vllm's multi-node launch)",
 };
+
+/** Options refused in extraArgs whatever their value. */
+export const REFUSED_VLLM_FLAGS: Record<string, string> = {
+    // FlexibleArgumentParser._pull_args_from_config (vllm/utils/argparse_utils.py) splices every key of the
+    // YAML file into the arguments: a file on the host could set the port, the key or the parallelism.
+    "--config": "vLLM reads options from that file, which can override every option spark-vllm sets; " +
+        "list the options themselves in spark-vllm:vllm.extraArgs",
+};
+
+/**
+ * The option an argument names, as vLLM's parser reads it; undefined for a value. vLLM's FlexibleArgumentParser
+ * (vllm/utils/argparse_utils.py, parse_args) turns `_` into `-` in the name of every `--` argument (the part
+ * before `=` and before the first `.`, as in `--json-arg.key`) and takes `--name=value`; argparse takes `-tp=2`
+ * for short options. Names compare in lower case (vLLM refuses other cases anyway).
+ */
+export function vllmOptionOf(arg: string): string | undefined {
+    if (!arg.startsWith("-") || arg === "-" || arg === "--" || /^-[0-9.]/.test(arg)) return undefined;
+    const name = arg.split("=")[0];
+    if (name.startsWith("--")) return "--" + name.slice(2).split(".")[0].replace(/_/g, "-").toLowerCase();
+    return name.toLowerCase();
+}
+
+/**
+ * The managed or refused option an extraArgs option would set in vLLM: itself, its `--no-` negation
+ * (BooleanOptionalAction), or an abbreviation: argparse takes any unambiguous prefix of a long option
+ * (allow_abbrev, on by default and not turned off by vLLM's parsers, vllm/entrypoints/cli/main.py), and of
+ * `-tp` / `-pp`.
+ */
+function governedOption(option: string): string | undefined {
+    const table = { ...MANAGED_VLLM_FLAGS, ...REFUSED_VLLM_FLAGS };
+    const names = Object.keys(table);
+    for (const o of option.startsWith("--no-") ? [option, "--" + option.slice(5)] : [option]) {
+        if (table[o]) return o;
+        const long = o.startsWith("--");
+        if (long ? o.length > 2 : o.length === 2) {
+            const hit = names.find(n => n.startsWith("--") === long && n.startsWith(o));
+            if (hit) return hit;
+        }
+    }
+    return undefined;
+}
+
+/** A problem with one extraArgs entry that names a flag spark-vllm sets or refuses; undefined when it names none. */
+function extraArgProblem(arg: string): string | undefined {
+    const option = vllmOptionOf(arg);
+    if (option === undefined) return undefined;
+    const governed = governedOption(option);
+    if (governed === undefined) return undefined;
+    const written = arg.split("=")[0];
+    const name = written === governed ? governed : `${plain(written)} (vLLM reads it as ${governed})`;
+    const refused = REFUSED_VLLM_FLAGS[governed];
+    if (refused) return `${name} is refused: ${refused}`;
+    const from = MANAGED_VLLM_FLAGS[governed];
+    const key = /^[a-z]+\.[A-Za-z]+$/.test(from) ? `${CONFIG_NAMESPACE}:${from}` : undefined;
+    return `${name} is set by spark-vllm from ${from}; remove it from extraArgs${key ? ` and set ${key} instead` : ""}`;
+}
+
+// ---------------------------------------------------------------- value rules
 
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 const IFACE = /^[A-Za-z0-9_.:-]{1,15}$/;
@@ -151,6 +393,23 @@ export function parseIPv4(s: string): number[] | undefined {
     if (!m) return undefined;
     const parts = m.slice(1).map(Number);
     return parts.every(p => p <= 255) && m.slice(1).every(p => p === "0" || !p.startsWith("0")) ? parts : undefined;
+}
+
+/**
+ * Why an IPv4 address cannot be a host's fabric address (the address the other hosts reach it at), or
+ * undefined. Ranges from the IANA special-purpose registry (RFC 6890): 0.0.0.0/8 "this network" (RFC 1122
+ * 3.2.1.3; 0.0.0.0 binds every interface), 127.0.0.0/8 loopback, 169.254.0.0/16 link-local (RFC 3927: not
+ * routed, may change at every boot), 224.0.0.0/4 multicast (RFC 5771), 240.0.0.0/4 reserved and
+ * 255.255.255.255 limited broadcast (RFC 919).
+ */
+export function unusableAddress(p: number[]): string | undefined {
+    if (p[0] === 0) return p.every(x => x === 0) ? "0.0.0.0 means any address, not one host" : "in 0.0.0.0/8 (\"this network\"), not a host address";
+    if (p[0] === 127) return "a loopback address: the other hosts cannot reach it";
+    if (p[0] === 169 && p[1] === 254) return "a link-local address (169.254.0.0/16): not routed, and it may change at every boot";
+    if (p[0] >= 224 && p[0] <= 239) return "a multicast address (224.0.0.0/4)";
+    if (p.every(x => x === 255)) return "the broadcast address";
+    if (p[0] >= 240) return "in the reserved range 240.0.0.0/4";
+    return undefined;
 }
 
 /** Parses `[registry/]repo[:tag][@sha256:digest]`; undefined when it cannot be parsed. */
@@ -181,7 +440,17 @@ export function parseImageRef(reference: string): ImageRef | undefined {
     return { reference, repository: rest, tag, digest };
 }
 
+/**
+ * Directories that are not spark-vllm's to take: it mounts cacheDir and logDir into every container (as root)
+ * and creates, owns and writes files in them. Whole trees that belong to the system or to Docker...
+ */
+const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/run", "/var/lib/docker"];
+/** ...and directories that hold everybody's files (their subdirectories are fine). */
+const SHARED_DIRS = ["/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/var/cache", "/opt", "/mnt", "/media", "/srv", "/snap"];
+
 type Obj = Record<string, unknown>;
+
+const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /** Collects problems while reading one key path at a time. */
 class Reader {
@@ -204,58 +473,99 @@ class Reader {
     }
 
     unknownKeys(obj: Obj, path: string, known: string[]): void {
-        for (const key of Object.keys(obj)) {
-            if (!known.includes(key)) {
-                const near = known.find(k => k.toLowerCase() === key.toLowerCase() || editDistance(k, key) <= 2);
-                this.problem(`${path}.${key}`, `unknown key${near ? `; did you mean ${near}?` : `; known keys: ${known.join(", ")}`}`);
-            }
+        const unknown = Object.keys(obj).filter(k => !known.includes(k)).sort();
+        for (const key of unknown.slice(0, LIMITS.unknownKeysReported)) {
+            const near = known.find(k => k.toLowerCase() === key.toLowerCase() || editDistance(k, key, 2) <= 2);
+            const dotted = known.find(k => key.startsWith(`${k}.`));
+            const hint = near
+                ? `did you mean ${near}?`
+                : dotted
+                  ? `a nested value is set with \`pulumi config set --path ${CONFIG_NAMESPACE}:${plain(key)} …\`, under ${dotted}`
+                  : `known keys: ${known.join(", ")}`;
+            this.problem(join(path, plain(key)), `unknown key; ${hint}`);
         }
+        if (unknown.length > LIMITS.unknownKeysReported)
+            this.problem(path || "(top level)", `and ${unknown.length - LIMITS.unknownKeysReported} more unknown keys`);
     }
 
-    string(obj: Obj | undefined, key: string, path: string, fallback?: string): string | undefined {
+    /** Whether a string may be used: no control characters, at most `max` characters; else a problem at `at`. */
+    text(value: string, at: string, max: number): boolean {
+        if (value.length > max) {
+            this.problem(at, `is ${value.length} characters long; at most ${max}`);
+            return false;
+        }
+        const bad = CONTROL.exec(value);
+        if (bad) {
+            const code = bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+            this.problem(at, `contains the control character U+${code} at position ${bad.index + 1}; config values are one line of printable text`);
+            return false;
+        }
+        return true;
+    }
+
+    string(obj: Obj | undefined, key: string, path: string, fallback?: string, max: number = LIMITS.valueChars): string | undefined {
+        const at = join(path, key);
         const value = obj?.[key];
         if (value === undefined || value === null) {
-            if (fallback === undefined) this.problem(`${path}.${key}`, "missing; it is required");
+            if (fallback === undefined) this.problem(at, "missing; it is required");
             return fallback;
         }
         if (typeof value !== "string" || value.trim() === "") {
-            this.problem(`${path}.${key}`, `must be a non-empty string, got ${describe(value)}`);
+            this.problem(at, `must be a non-empty string, got ${describe(value)}`);
+            return undefined;
+        }
+        return this.text(value, at, max) ? value : undefined;
+    }
+
+    /** A string that becomes an argument of ssh, docker or ip: it may not start with `-`, or it would read as an option. */
+    argument(obj: Obj | undefined, key: string, path: string, max: number, fallback?: string): string | undefined {
+        const value = this.string(obj, key, path, fallback, max);
+        if (value !== undefined && value.startsWith("-")) {
+            this.problem(join(path, key), `${show(value)} starts with -, which ssh, docker and the tools would read as an option`);
             return undefined;
         }
         return value;
     }
 
     integer(obj: Obj | undefined, key: string, path: string, min: number, max: number, fallback?: number): number | undefined {
+        const at = join(path, key);
         const value = obj?.[key];
         if (value === undefined || value === null) {
-            if (fallback === undefined) this.problem(`${path}.${key}`, "missing; it is required");
+            if (fallback === undefined) this.problem(at, "missing; it is required");
             return fallback;
         }
-        const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
+        const n = typeof value === "string" && /^\d{1,15}$/.test(value) ? Number(value) : value;
         if (typeof n !== "number" || !Number.isInteger(n)) {
-            this.problem(`${path}.${key}`, `must be a whole number, got ${describe(value)}`);
+            this.problem(at, `must be a whole number, got ${describe(value)}`);
             return undefined;
         }
         if (n < min || n > max) {
-            this.problem(`${path}.${key}`, `must be between ${min} and ${max}, got ${n}`);
+            this.problem(at, `must be between ${min} and ${max}, got ${n}`);
             return undefined;
         }
         return n;
     }
 
-    stringList(obj: Obj | undefined, key: string, path: string, fallback: string[]): string[] | undefined {
+    stringList(obj: Obj | undefined, key: string, path: string, fallback: string[], maxItems: number, maxChars: number): string[] | undefined {
+        const at = join(path, key);
         const value = obj?.[key];
         if (value === undefined || value === null) return fallback;
         if (!Array.isArray(value)) {
-            this.problem(`${path}.${key}`, `must be a list of strings, got ${describe(value)}`);
+            this.problem(at, `must be a list of strings, got ${describe(value)}`);
             return undefined;
         }
-        const bad = value.findIndex(v => typeof v !== "string");
-        if (bad >= 0) {
-            this.problem(`${path}.${key}[${bad}]`, `must be a string, got ${describe(value[bad])}`);
+        if (value.length > maxItems) {
+            this.problem(at, `has ${value.length} entries; at most ${maxItems}`);
             return undefined;
         }
-        return value as string[];
+        let ok = true;
+        value.forEach((v, i) => {
+            if (typeof v !== "string" || v === "") {
+                this.problem(`${at}[${i}]`, `must be a non-empty string, got ${describe(v)}`);
+                ok = false;
+            } else if (!this.text(v, `${at}[${i}]`, maxChars)) ok = false;
+        });
+        return ok ? (value as string[]) : undefined;
     }
 
     boolean(obj: Obj | undefined, key: string, path: string, fallback: boolean): boolean {
@@ -263,27 +573,11 @@ class Reader {
         if (value === undefined || value === null) return fallback;
         if (value === "true" || value === "false") return value === "true";
         if (typeof value !== "boolean") {
-            this.problem(`${path}.${key}`, `must be true or false, got ${describe(value)}`);
+            this.problem(join(path, key), `must be true or false, got ${describe(value)}`);
             return fallback;
         }
         return value;
     }
-}
-
-function describe(value: unknown): string {
-    if (Array.isArray(value)) return "a list";
-    if (typeof value === "string") return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value);
-    if (value === null) return "null";
-    return typeof value === "object" ? "an object" : `${typeof value} ${String(value)}`;
-}
-
-function editDistance(a: string, b: string): number {
-    const dp = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
-    for (let j = 1; j <= b.length; j++) dp[0][j] = j;
-    for (let i = 1; i <= a.length; i++)
-        for (let j = 1; j <= b.length; j++)
-            dp[i][j] = Math.min(dp[i - 1][j] + 1, dp[i][j - 1] + 1, dp[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    return dp[a.length][b.length];
 }
 
 /** A host as far as it parsed: uniqueness and GPU checks still run on the parts that did. */
@@ -292,7 +586,8 @@ interface ParsedHost {
     host?: HostSpec;
     name?: string;
     address?: string;
-    sshTarget?: string;
+    sshHost?: string;
+    sshPort?: number;
     gpus?: number;
 }
 
@@ -301,90 +596,149 @@ function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
     const obj = r.object(raw, path, true);
     if (!obj) return { index };
     r.unknownKeys(obj, path, ["name", "ssh", "fabric", "gpus", "platform"]);
-    const name = r.string(obj, "name", path);
-    if (name !== undefined && !HOST_NAME.test(name)) r.problem(`${path}.name`, `"${name}" must use only a-z, 0-9 and -, and start and end with a letter or digit`);
+    const name = r.argument(obj, "name", path, LIMITS.hostNameChars);
+    if (name !== undefined && !HOST_NAME.test(name)) r.problem(`${path}.name`, `${show(name)} must use only a-z, 0-9 and -, and start and end with a letter or digit`);
 
     const sshPath = `${path}.ssh`;
     const ssh = r.object(obj.ssh, sshPath, true);
     if (ssh) r.unknownKeys(ssh, sshPath, ["host", "user", "port"]);
-    const sshHost = r.string(ssh, "host", sshPath);
-    if (sshHost !== undefined && !/^[A-Za-z0-9.:_-]+$/.test(sshHost)) r.problem(`${sshPath}.host`, `"${sshHost}" is not a host name or address`);
-    const user = r.string(ssh, "user", sshPath);
-    if (user !== undefined && !/^[a-z_][a-z0-9_.-]*$/i.test(user)) r.problem(`${sshPath}.user`, `"${user}" is not a valid user name`);
+    const sshHost = r.argument(ssh, "host", sshPath, LIMITS.sshHostChars);
+    if (sshHost !== undefined && !/^[A-Za-z0-9.:_-]+$/.test(sshHost)) r.problem(`${sshPath}.host`, `${show(sshHost)} is not a host name or address`);
+    const user = r.argument(ssh, "user", sshPath, LIMITS.userChars);
+    if (user !== undefined && !/^[a-z_][a-z0-9_.-]*$/i.test(user)) r.problem(`${sshPath}.user`, `${show(user)} is not a valid user name`);
     const port = r.integer(ssh, "port", sshPath, 1, 65535, 22);
 
     const fabricPath = `${path}.fabric`;
     const fabric = r.object(obj.fabric, fabricPath, true);
     if (fabric) r.unknownKeys(fabric, fabricPath, ["interface", "address", "hcas"]);
-    const iface = r.string(fabric, "interface", fabricPath);
-    if (iface !== undefined && !IFACE.test(iface)) r.problem(`${fabricPath}.interface`, `"${iface}" is not a network interface name`);
+    const iface = r.argument(fabric, "interface", fabricPath, LIMITS.valueChars);
+    if (iface !== undefined && !IFACE.test(iface)) r.problem(`${fabricPath}.interface`, `${show(iface)} is not a network interface name`);
     const address = r.string(fabric, "address", fabricPath);
-    if (address !== undefined && !parseIPv4(address)) r.problem(`${fabricPath}.address`, `not an IPv4 address: "${address}"`);
-    const hcas = r.stringList(fabric, "hcas", fabricPath, []);
+    const ip = address === undefined ? undefined : parseIPv4(address);
+    if (address !== undefined && !ip) r.problem(`${fabricPath}.address`, `not an IPv4 address: ${show(address)}`);
+    const unusable = ip && unusableAddress(ip);
+    if (unusable) r.problem(`${fabricPath}.address`, `${address} is ${unusable}; give the host's own address on the fabric`);
+    const hcas = r.stringList(fabric, "hcas", fabricPath, [], LIMITS.hcas, LIMITS.valueChars);
     hcas?.forEach((h, i) => {
-        if (!HCA.test(h)) r.problem(`${fabricPath}.hcas[${i}]`, `"${h}" is not an HCA name`);
+        if (h.startsWith("-")) r.problem(`${fabricPath}.hcas[${i}]`, `${show(h)} starts with -, which the tools would read as an option`);
+        else if (!HCA.test(h)) r.problem(`${fabricPath}.hcas[${i}]`, `${show(h)} is not an HCA name`);
+        else if (hcas.indexOf(h) < i) r.problem(`${fabricPath}.hcas[${i}]`, `${show(h)} repeats hcas[${hcas.indexOf(h)}]`);
     });
 
     const gpus = r.integer(obj, "gpus", path, 1, 16, 1);
     const platform = r.string(obj, "platform", path, "linux/arm64");
-    if (platform !== undefined && !/^linux\/(arm64|amd64)$/.test(platform)) r.problem(`${path}.platform`, `must be linux/arm64 or linux/amd64, got "${platform}"`);
+    if (platform !== undefined && !/^linux\/(arm64|amd64)$/.test(platform)) r.problem(`${path}.platform`, `must be linux/arm64 or linux/amd64, got ${show(platform)}`);
 
-    const parsed: ParsedHost = { index, name, address, sshTarget: sshHost && `${sshHost}:${port ?? 22}`, gpus };
-    if ([name, sshHost, user, port, iface, address, hcas, gpus, platform].some(v => v === undefined)) return parsed;
+    const parsed: ParsedHost = { index, name, address: unusable ? undefined : address, sshHost, sshPort: port, gpus };
+    if (unusable || [name, sshHost, user, port, iface, ip, hcas, gpus, platform].some(v => v === undefined)) return parsed;
     return { ...parsed, host: { name: name!, ssh: { host: sshHost!, user: user!, port: port! }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! } };
 }
 
-function parseAbsolutePath(r: Reader, obj: Obj | undefined, key: string, path: string, fallback?: string): string | undefined {
-    const value = r.string(obj, key, path, fallback);
-    if (value !== undefined && !/^\/[A-Za-z0-9._\/@+-]*$/.test(value)) {
-        r.problem(`${path}.${key}`.replace(/^\./, ""), `must be an absolute path of letters, digits and ._/@+-, got "${value}"`);
-        return undefined;
-    }
+/** A directory spark-vllm mounts into every container and writes to: absolute, plain, and its own. */
+function parseDirectory(r: Reader, obj: Obj | undefined, key: string, path: string, example: string, fallback?: string): string | undefined {
+    const at = join(path, key);
+    const value = r.string(obj, key, path, fallback, LIMITS.pathChars);
+    if (value === undefined) return undefined;
+    const fail = (message: string) => (r.problem(at, message), undefined);
+    if (!/^\/[A-Za-z0-9._\/@+-]*$/.test(value)) return fail(`must be an absolute path of letters, digits and ._/@+-, got ${show(value)}`);
+    const parts = value.split("/").slice(1);
+    if (parts.some(p => p === "." || p === "..")) return fail(`${show(value)} has a . or .. component; write the directory itself`);
+    if (value !== "/" && parts.some(p => p === "")) return fail(`${show(value)} has an empty component (// or a trailing /); write the directory itself`);
+    const tree = SYSTEM_TREES.find(t => value === t || value.startsWith(`${t}/`));
+    if (tree || SHARED_DIRS.includes(value))
+        return fail(`${show(value)} is ${value === "/" ? "the root directory" : tree ? `a system directory (under ${tree})` : "a directory shared by the whole system"}: ` +
+            `spark-vllm mounts it into every container and writes to it; give it a directory of its own, such as ${example}`);
     return value;
+}
+
+/**
+ * Ports that something else holds on every host: the containers use the host's network. Ray's defaults are
+ * from its port table (doc/source/ray-core/configure.rst, "Ports configurations"): workers bind
+ * --min-worker-port 10002 to --max-worker-port 19999 on every node, the Ray client server 10001 on the head;
+ * the dashboard agent listens on 52365 (doc/source/ray-core/internals/port-service-discovery.rst).
+ * spark-vllm's `ray start` sets none of these, so the defaults hold.
+ */
+const RESERVED_PORTS: { from: number; to: number; what: string }[] = [
+    { from: 22, to: 22, what: "the SSH port" },
+    { from: 10001, to: 10001, what: "Ray's client server port (10001)" },
+    { from: 10002, to: 19999, what: "in Ray's worker port range (10002-19999, Ray's defaults)" },
+    { from: 52365, to: 52365, what: "Ray's dashboard agent port (52365)" },
+];
+
+function checkPorts(r: Reader, configured: [key: string, port: number | undefined, advice: string][], hosts: ParsedHost[]): void {
+    const sshPorts = [...new Set(hosts.map(h => h.sshPort).filter((p): p is number => p !== undefined && p !== 22))];
+    const reserved = [...RESERVED_PORTS, ...sshPorts.map(p => ({ from: p, to: p, what: "a host's SSH port (hosts[].ssh.port)" }))];
+    const seen: [string, number][] = [];
+    for (const [key, port, advice] of configured) {
+        if (port === undefined) continue;
+        const earlier = seen.find(([, p]) => p === port);
+        const taken = reserved.find(x => port >= x.from && port <= x.to);
+        if (earlier) r.problem(key, `${port} is also ${earlier[0]}; ${advice}`);
+        else if (taken) r.problem(key, `${port} is ${taken.what}; ${advice}`);
+        seen.push([key, port]);
+    }
+}
+
+/** Hugging Face repository ids (huggingface_hub utils/_validators.py validate_repo_id): no `--` or `..`, no `-` or `.` at either end, at most 96 characters a part. */
+function badRepoId(id: string): string | undefined {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(id)) return "is not a Hugging Face repository id (owner/name)";
+    if (id.includes("--") || id.includes("..")) return "has -- or .., which Hugging Face forbids in repository ids";
+    if (id.split("/").some(p => /[-.]$/.test(p) || p.length > 96)) return "has a part that ends with - or . or is longer than 96 characters, which Hugging Face forbids";
+    return undefined;
 }
 
 /** Parses and validates the stack config; throws SpecError listing every problem. */
 export function parseSpec(raw: RawConfig): ClusterSpec {
     const r = new Reader();
     const root: Obj = raw;
-    r.unknownKeys(root, "", KNOWN_KEYS);
-    // unknownKeys names root keys as ":.key"; tidy that form.
-    r.problems.forEach((p, i) => (r.problems[i] = p.replace(`${CONFIG_NAMESPACE}:.`, `${CONFIG_NAMESPACE}:`)));
+    for (const key of Object.keys(root).filter(k => root[k] === FOREIGN_KEY).sort()) {
+        const name = plain(key.slice(key.indexOf(":") + 1));
+        r.problems.push(key.startsWith(":")
+            ? `${name}: has no namespace; write it as ${CONFIG_NAMESPACE}:${name}`
+            : `${plain(key)}: ${plain(key.slice(0, key.indexOf(":")))} is not the ${CONFIG_NAMESPACE} namespace; did you mean ${CONFIG_NAMESPACE}:${name}?`);
+    }
+    r.unknownKeys(Object.fromEntries(Object.entries(root).filter(([, v]) => v !== FOREIGN_KEY)), "", KNOWN_KEYS);
+    for (const key of SECRET_KEYS)
+        if (root[key] === SECRET_IN_PLAIN_TEXT)
+            r.problem(key, `is in plain text in the stack file; encrypt it with \`pulumi config set --secret ${CONFIG_NAMESPACE}:${key}\` (the file then holds secure: …)`);
 
     let parsedHosts: ParsedHost[] = [];
     const rawHosts = root.hosts;
     if (rawHosts === undefined || rawHosts === null) r.problem("hosts", "missing; list at least one host (the first is the Ray head)");
     else if (!Array.isArray(rawHosts)) r.problem("hosts", `must be a list of hosts, got ${describe(rawHosts)}`);
     else if (rawHosts.length === 0) r.problem("hosts", "is empty; list at least one host (the first is the Ray head)");
+    else if (rawHosts.length > LIMITS.hosts) r.problem("hosts", `has ${rawHosts.length} hosts; at most ${LIMITS.hosts}`);
     else parsedHosts = rawHosts.map((h, i) => parseHost(r, h, i));
     const hosts = parsedHosts.flatMap(p => (p.host ? [p.host] : []));
-    checkUnique(r, parsedHosts, p => p.name, "name", "host names must be unique");
-    checkUnique(r, parsedHosts, p => p.address, "fabric.address", "every host needs its own fabric address");
-    checkUnique(r, parsedHosts, p => p.sshTarget, "ssh.host", "two hosts reach the same machine over SSH");
+    // Host names and DNS names are case-insensitive: names differing only in case are the same.
+    checkUnique(r, parsedHosts, p => p.name, p => p.name?.toLowerCase(), "name", "host names must be unique");
+    checkUnique(r, parsedHosts, p => p.address, p => p.address, "fabric.address", "every host needs its own fabric address");
+    checkUnique(r, parsedHosts, p => p.sshHost && (p.sshPort === 22 ? p.sshHost : `${p.sshHost}:${p.sshPort}`),
+        p => p.sshHost && `${p.sshHost.toLowerCase().replace(/\.$/, "")}:${p.sshPort}`, "ssh.host", "two hosts reach the same machine over SSH");
 
     let image: ImageRef | undefined;
     const rawImage = root.image;
     if (rawImage === undefined || rawImage === null) r.problem("image", "missing; set it to <repo>[:tag]@sha256:<digest>, one image for all hosts");
     else if (typeof rawImage !== "string") r.problem("image", `must be a string, got ${describe(rawImage)}`);
-    else {
+    else if (r.text(rawImage, "image", 512)) {
         image = parseImageRef(rawImage);
-        if (!image) r.problem("image", `cannot parse "${rawImage}" as an image reference; expected <repo>[:tag][@sha256:<64 hex digits>]`);
+        if (!image) r.problem("image", `cannot parse ${show(rawImage)} as an image reference; expected <repo>[:tag][@sha256:<64 hex digits>]`);
     }
 
     const model = r.object(root.model, "model", true);
     if (model) r.unknownKeys(model, "model", ["id", "servedName", "cacheDir", "trustRemoteCode", "weights", "copyPort"]);
-    const modelId = r.string(model, "id", "model");
-    if (modelId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(modelId))
-        r.problem("model.id", `"${modelId}" is not a Hugging Face repository id (owner/name)`);
-    const servedName = r.string(model, "servedName", "model", modelId ?? "");
+    const modelId = r.string(model, "id", "model", undefined, 200);
+    const badId = modelId === undefined ? undefined : badRepoId(modelId);
+    if (badId) r.problem("model.id", `${show(modelId!)} ${badId}`);
+    const servedName = r.string(model, "servedName", "model", modelId ?? "", 256);
     if (servedName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._\/:-]*$/.test(servedName))
-        r.problem("model.servedName", `"${servedName}" may use only letters, digits and ._/:-`);
-    const cacheDir = parseAbsolutePath(r, model, "cacheDir", "model");
+        r.problem("model.servedName", `${show(servedName)} may use only letters, digits and ._/:-`);
+    const cacheDir = parseDirectory(r, model, "cacheDir", "model", "/home/<user>/.cache/huggingface");
     const trustRemoteCode = r.boolean(model, "trustRemoteCode", "model", false);
     const weights = r.string(model, "weights", "model", "present");
     if (weights !== undefined && !["present", "download", "head-then-copy"].includes(weights))
-        r.problem("model.weights", `must be present, download or head-then-copy, got "${weights}"`);
-    const copyPort = r.integer(model, "copyPort", "model", 1, 65535, 18080);
+        r.problem("model.weights", `must be present, download or head-then-copy, got ${show(weights)}`);
+    const copyPort = r.integer(model, "copyPort", "model", 1, 65535, 20080);
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
     r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version"]);
@@ -404,21 +758,27 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         } else gmu = v;
     }
     const maxModelLen = vllm.maxModelLen === undefined ? undefined : r.integer(vllm, "maxModelLen", "vllm", 1, 16_777_216);
-    const extraArgs = r.stringList(vllm, "extraArgs", "vllm", []);
+    const extraArgs = r.stringList(vllm, "extraArgs", "vllm", [], LIMITS.extraArgs, LIMITS.extraArgChars);
     extraArgs?.forEach((arg, i) => {
-        const flag = arg.split("=")[0];
-        if (MANAGED_VLLM_FLAGS[flag]) r.problem(`vllm.extraArgs[${i}]`, `${flag} is set by spark-vllm from ${MANAGED_VLLM_FLAGS[flag]}; remove it from extraArgs`);
+        const problem = extraArgProblem(arg);
+        if (problem) r.problem(`vllm.extraArgs[${i}]`, problem);
     });
-    const version = vllm.version === undefined ? undefined : r.string(vllm, "version", "vllm");
-    if (version !== undefined && !/^\d+\.\d+(\.\d+)?([.+-]?[A-Za-z0-9.+-]*)?$/.test(version)) r.problem("vllm.version", `"${version}" is not a version such as 0.17.1`);
+    const extraBytes = extraArgs?.reduce((n, a) => n + utf8Length(a) + 1, 0) ?? 0;
+    if (extraBytes > LIMITS.extraArgsBytes)
+        r.problem("vllm.extraArgs", `come to ${extraBytes} bytes; at most ${LIMITS.extraArgsBytes} (they go into one command line; put long values in a file on the hosts)`);
+    const version = vllm.version === undefined ? undefined : r.string(vllm, "version", "vllm", undefined, 64);
+    if (version !== undefined && !/^\d+\.\d+(\.\d+)?([.+-]?[A-Za-z0-9.+-]*)?$/.test(version)) r.problem("vllm.version", `${show(version)} is not a version such as 0.17.1`);
 
     const ray = r.object(root.ray, "ray", false) ?? {};
     r.unknownKeys(ray, "ray", ["port", "dashboardPort"]);
     const rayPort = r.integer(ray, "port", "ray", 1, 65535, 6379);
     const dashboardPort = r.integer(ray, "dashboardPort", "ray", 1, 65535, 8265);
-    if (rayPort !== undefined && rayPort === port) r.problem("ray.port", `${rayPort} is also vllm.port; give Ray and vLLM different ports`);
-    if (copyPort !== undefined && weights === "head-then-copy" && (copyPort === port || copyPort === rayPort))
-        r.problem("model.copyPort", `${copyPort} is also ${copyPort === port ? "vllm.port" : "ray.port"}; pick a free port for the weights copy`);
+    checkPorts(r, [
+        ["vllm.port", port, "pick another port for vLLM"],
+        ["ray.port", rayPort, "give Ray and vLLM different ports"],
+        ["ray.dashboardPort", dashboardPort, "pick another port for Ray's dashboard"],
+        ["model.copyPort", weights === "head-then-copy" ? copyPort : undefined, "pick a free port for the weights copy"],
+    ], parsedHosts);
 
     const probes = r.object(root.probes, "probes", false) ?? {};
     r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds"]);
@@ -426,13 +786,17 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const rayTimeoutSeconds = r.integer(probes, "rayTimeoutSeconds", "probes", 5, 3600, 180);
     const endpointTimeoutSeconds = r.integer(probes, "endpointTimeoutSeconds", "probes", 5, 14400, 1800);
 
-    const logDir = parseAbsolutePath(r, root, "logDir", "", "/var/tmp/spark-vllm");
+    const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
     const imageSource = r.string(root, "imageSource", "", "registry");
     if (imageSource !== undefined && imageSource !== "registry" && imageSource !== "head")
-        r.problem("imageSource", `must be registry or head, got "${imageSource}"`);
+        r.problem("imageSource", `must be registry or head, got ${show(imageSource)}`);
 
-    if (r.problems.length > 0) throw new SpecError(r.problems.map(p => p.replace(`${CONFIG_NAMESPACE}:.`, `${CONFIG_NAMESPACE}:`)));
+    if (r.problems.length > 0) {
+        const shown = r.problems.slice(0, LIMITS.problems);
+        if (r.problems.length > shown.length) shown.push(`… and ${r.problems.length - shown.length} more problems`);
+        throw new SpecError(shown);
+    }
     return {
         hosts,
         image: image!,
@@ -446,13 +810,24 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     };
 }
 
-function checkUnique(r: Reader, hosts: ParsedHost[], key: (h: ParsedHost) => string | undefined, field: string, why: string): void {
-    const seen = new Map<string, number>();
+/** Reports a host whose `key` repeats an earlier host's, comparing `same` (e.g. lower-cased); names the later host. */
+function checkUnique(
+    r: Reader,
+    hosts: ParsedHost[],
+    shown: (h: ParsedHost) => string | undefined,
+    same: (h: ParsedHost) => string | undefined,
+    field: string,
+    why: string,
+): void {
+    const seen = new Map<string, ParsedHost>();
     for (const h of hosts) {
-        const k = key(h);
+        const k = same(h);
         if (k === undefined) continue;
         const first = seen.get(k);
-        if (first === undefined) seen.set(k, h.index);
-        else r.problem(`hosts[${h.index}].${field}`, `"${k.replace(/:22$/, "")}" repeats hosts[${first}].${field}; ${why}`);
+        if (first === undefined) seen.set(k, h);
+        else {
+            const caseOnly = shown(h) !== shown(first) ? ` (${show(shown(first)!)}: they differ only in case)` : "";
+            r.problem(`hosts[${h.index}].${field}`, `${show(shown(h)!)} repeats hosts[${first.index}].${field}${caseOnly}; ${why}`);
+        }
     }
 }

@@ -123,5 +123,5 @@ test("imageSource and the head-then-copy port are checked", () => {
     const ok = rawConfig(2);
     ok.imageSource = "head";
     assert.equal(parseSpec(ok).imageSource, "head");
-    assert.equal(parseSpec(ok).model.copyPort, 18080);
+    assert.equal(parseSpec(ok).model.copyPort, 20080, "outside Ray's default worker ports, 10002-19999");
 });
