@@ -1,7 +1,32 @@
+/**
+ * Exit codes of every spark-vllm command (listed in USAGE and the README). Distinct, so a script or CI step
+ * can tell a broken stack file from a policy failure from a typo on the command line.
+ */
+export const EXIT = {
+    /** Done: the plan or diff was printed and every mandatory policy passes; diagnose found a root cause. */
+    ok: 0,
+    /** diagnose: no known root cause in the log. Any command: an unexpected failure (a bug; please report it). */
+    failure: 1,
+    /** Usage: unknown command, option or stack name, or a missing value; diagnose: the log cannot be read. */
+    usage: 2,
+    /** Config: the stack file is missing, unreadable, not YAML or not a stack file, the config is invalid, or a secret is in plain text. */
+    config: 3,
+    /** A mandatory policy fails. */
+    policy: 4,
+} as const;
+
 const USAGE = `usage:
   spark-vllm plan --stack NAME [--json]   render what a stack would do, offline
   spark-vllm diff --stack NAME --set key=value ...   what a config change replaces or updates, offline
-  spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)`;
+  spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)
+
+exit codes:
+  ${EXIT.ok}  done (plan/diff: every mandatory policy passes; diagnose: a root cause was found)
+  ${EXIT.failure}  diagnose: no known root cause found; any command: an unexpected failure
+  ${EXIT.usage}  usage error: unknown command or option, a missing value; diagnose: the log cannot be read
+  ${EXIT.config}  config error: stack file missing, unreadable, not YAML or not a stack file; invalid config;
+     hfToken or sshPrivateKey in plain text instead of secure:
+  ${EXIT.policy}  a mandatory policy fails`;
 
 export async function main(argv: string[]): Promise<number> {
     const [command, ...rest] = argv;
@@ -14,6 +39,6 @@ export async function main(argv: string[]): Promise<number> {
             return (require("./plan-command") as typeof import("./plan-command")).planCommand(rest);
         default:
             console.error(USAGE);
-            return command === undefined || command === "--help" || command === "-h" ? 0 : 2;
+            return command === undefined || command === "--help" || command === "-h" ? EXIT.ok : EXIT.usage;
     }
 }

@@ -1,7 +1,8 @@
 // `spark-vllm diagnose FILE|- [--json]`: the root cause of a vLLM log, offline.
-// Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input.
+// Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input (bin/cli.ts EXIT).
 import { readFile } from "node:fs/promises";
 import { contextAround, diagnose, normaliseLog } from "../components/diagnosis";
+import { EXIT } from "./cli";
 
 const USAGE = "usage: spark-vllm diagnose FILE|- [--json]   (- reads the log from stdin)";
 
@@ -14,14 +15,14 @@ async function readStdin(): Promise<string> {
 export async function diagnoseCommand(args: string[]): Promise<number> {
     if (args.includes("--help") || args.includes("-h")) {
         console.log(USAGE);
-        return 0;
+        return EXIT.ok;
     }
     const json = args.includes("--json");
     const rest = args.filter(a => a !== "--json");
     const unknown = rest.filter(a => a.startsWith("-") && a !== "-");
     if (rest.length !== 1 || unknown.length > 0) {
         console.error(unknown.length > 0 ? `spark-vllm diagnose: unknown option ${unknown[0]}\n${USAGE}` : USAGE);
-        return 2;
+        return EXIT.usage;
     }
     const file = rest[0];
     let log: string;
@@ -30,7 +31,7 @@ export async function diagnoseCommand(args: string[]): Promise<number> {
     } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
         console.error(`spark-vllm diagnose: cannot read ${file === "-" ? "stdin" : file}: ${why}`);
-        return 2;
+        return EXIT.usage;
     }
 
     const found = diagnose(log);
@@ -38,7 +39,7 @@ export async function diagnoseCommand(args: string[]): Promise<number> {
     if (!found) {
         const lines = normaliseLog(log).filter(l => l.length > 0).length;
         console.error(`no known root cause found in ${lines} lines; read the full log`);
-        return 1;
+        return EXIT.failure;
     }
     if (!json) {
         const context = contextAround(log, found.line);
@@ -52,5 +53,5 @@ export async function diagnoseCommand(args: string[]): Promise<number> {
             ].join("\n"),
         );
     }
-    return 0;
+    return EXIT.ok;
 }

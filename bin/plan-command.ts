@@ -3,7 +3,8 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, SpecError, parseSpec } from "../components/spec";
+import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, parseSpec, rawConfigFromStack, show } from "../components/spec";
+import { EXIT } from "./cli";
 import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
 import { argvLine } from "../components/scripts";
 import { findModel } from "../components/catalog";
@@ -12,18 +13,76 @@ import { planResources, verdicts } from "../policies/offline";
 
 const USAGE = "usage: spark-vllm plan --stack NAME [--json] [--dir DIR]";
 
-/** The stack file's config without the namespace, as parseSpec takes it. */
+/** A stack file that cannot be read as a stack's config: missing, unreadable, not YAML, or the wrong shape. */
+export class StackFileError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "StackFileError";
+    }
+}
+
+/** Pulumi stack names (the NAME of Pulumi.NAME.yaml): letters, digits, `-`, `_` and `.`; never a path. */
+export const STACK_NAME = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
+
+const kind = (v: unknown) => (v === null || v === undefined ? "empty" : Array.isArray(v) ? "a list" : typeof v === "object" ? "a mapping" : `a ${typeof v}`);
+const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+/** How a stack file holds a secret: `secure: <ciphertext>` (what `pulumi config set --secret` writes). */
+const encrypted = (v: unknown) => isMapping(v) && Object.keys(v).length === 1 && typeof v.secure === "string";
+
+/**
+ * The stack file's config without the namespace, as parseSpec takes it: every key of the namespace, read
+ * through rawConfigFromStack as `pulumi up` reads its config (components/config.ts), so both refuse the same
+ * keys in the same words. Secrets read as set (SECRET_SET) or, when not `secure:`, as SECRET_IN_PLAIN_TEXT,
+ * which parseSpec refuses. Throws StackFileError, naming the file (and line), when there is no config to read.
+ */
 export function readStackFile(dir: string, stack: string): Record<string, unknown> {
+    if (!STACK_NAME.test(stack)) throw new StackFileError(`${show(stack)} is not a stack name (letters, digits, -, _ and .)`);
     const file = path.join(dir, `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(file)) {
-        const stacks = fs.readdirSync(dir).map(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter(Boolean);
-        throw new Error(`no stack file ${file}; stacks here: ${stacks.join(", ") || "none"}`);
+        let stacks: string[] = [];
+        try {
+            stacks = fs.readdirSync(dir).flatMap(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []);
+        } catch {
+            // the directory itself is missing or unreadable: say so below with no list
+        }
+        throw new StackFileError(`no stack file ${file}; stacks here: ${stacks.join(", ") || "none"}`);
     }
-    const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as { config?: Record<string, unknown> };
-    const raw: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(doc.config ?? {}))
-        if (key.startsWith(`${CONFIG_NAMESPACE}:`)) raw[key.slice(CONFIG_NAMESPACE.length + 1)] = value;
-    return raw;
+    let text: string;
+    try {
+        text = fs.readFileSync(file, "utf8");
+    } catch (err) {
+        throw new StackFileError(`${file}: cannot read it: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    let doc: unknown;
+    try {
+        doc = yaml.load(text, { filename: file });
+    } catch (err) {
+        // js-yaml's YAMLException: `reason` and a 0-based `mark`. Not its `snippet`: the file may hold a plain-text secret.
+        const e = err as { reason?: string; mark?: { line: number; column: number }; message?: string };
+        const where = e.mark ? `${file}:${e.mark.line + 1}:${e.mark.column + 1}` : file;
+        throw new StackFileError(`${where}: not valid YAML: ${e.reason ?? e.message ?? String(err)}`);
+    }
+    if (!isMapping(doc)) throw new StackFileError(`${file}: is ${kind(doc)}, not a stack file: expected a mapping with a config: section holding the ${CONFIG_NAMESPACE}:* keys`);
+    if (!("config" in doc)) throw new StackFileError(`${file}: has no config: section; the ${CONFIG_NAMESPACE}:* keys go under config:`);
+    if (!isMapping(doc.config)) throw new StackFileError(`${file}: config: is ${kind(doc.config)}, not a mapping of ${CONFIG_NAMESPACE}:* keys to values`);
+    return rawConfigFromStack(doc.config, { plainText: v => !encrypted(v) });
+}
+
+/** Every command text of a plan that would not fit in one exec argument (spec.ts MAX_ARG_STRLEN), with where it is. */
+export function commandLengthProblems(plan: unknown): string[] {
+    const problems: string[] = [];
+    const walk = (node: unknown, where: string, depth: number): void => {
+        if (depth > 8 || typeof node !== "object" || node === null) return;
+        if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${where}[${i}]`, depth + 1));
+        const o = node as Record<string, unknown>;
+        for (const field of ["create", "update", "delete"]) {
+            const problem = typeof o[field] === "string" ? commandLengthProblem(`${where}.${field}`, o[field] as string) : undefined;
+            if (problem) problems.push(problem);
+        }
+        for (const [k, v] of Object.entries(o)) if (k !== "spec") walk(v, where ? `${where}.${k}` : k, depth + 1);
+    };
+    walk(plan, "", 0);
+    return problems;
 }
 
 export function planReport(plan: ClusterPlan, stack: string) {
@@ -99,28 +158,44 @@ export async function planCommand(args: string[]): Promise<number> {
     let json = false;
     let dir = process.cwd();
     for (let i = 0; i < args.length; i++) {
-        if (args[i] === "--stack" || args[i] === "-s") stack = args[++i];
-        else if (args[i] === "--json") json = true;
-        else if (args[i] === "--dir") dir = args[++i];
-        else {
-            console.error(`unknown argument ${args[i]}\n${USAGE}`);
-            return 2;
+        const a = args[i];
+        if ((a === "--stack" || a === "-s" || a === "--dir") && (args[i + 1] === undefined || args[i + 1].startsWith("-"))) {
+            console.error(`spark-vllm plan: ${a} needs a value\n${USAGE}`);
+            return EXIT.usage;
+        }
+        if (a === "--stack" || a === "-s") stack = args[++i];
+        else if (a === "--json") json = true;
+        else if (a === "--dir") dir = args[++i];
+        else if (a === "--help" || a === "-h") {
+            console.log(USAGE);
+            return EXIT.ok;
+        } else {
+            console.error(`spark-vllm plan: unknown argument ${show(a)}\n${USAGE}`);
+            return EXIT.usage;
         }
     }
     if (!stack) {
         console.error(USAGE);
-        return 2;
+        return EXIT.usage;
+    }
+    if (!STACK_NAME.test(stack)) {
+        console.error(`spark-vllm plan: ${show(stack)} is not a stack name (letters, digits, -, _ and .)\n${USAGE}`);
+        return EXIT.usage;
     }
     let plan: ClusterPlan;
     try {
         plan = planCluster(parseSpec(readStackFile(dir, stack)));
+        const tooLong = commandLengthProblems(plan);
+        if (tooLong.length) throw new SpecError(tooLong);
     } catch (err) {
-        console.error(err instanceof SpecError ? `Pulumi.${stack}.yaml: ${err.message}` : String(err instanceof Error ? err.message : err));
-        return 1;
+        if (err instanceof SpecError) console.error(`Pulumi.${stack}.yaml: ${err.message}`);
+        else if (err instanceof StackFileError) console.error(err.message);
+        else throw err;
+        return EXIT.config;
     }
     const report = planReport(plan, stack);
     if (json) process.stdout.write(JSON.stringify(report, null, 2) + "\n");
     else process.stdout.write(renderText(report, renderMemoryPlan(report.memory)));
     const mandatoryFailed = report.policies.some(v => v.violations.length > 0 && v.enforcementLevel === "mandatory");
-    return mandatoryFailed ? 1 : 0;
+    return mandatoryFailed ? EXIT.policy : EXIT.ok;
 }

@@ -37,13 +37,82 @@ test("plan fails with the key path for a broken stack and with a usage line with
     try {
         fs.writeFileSync(path.join(dir, "Pulumi.bad.yaml"), "config:\n  spark-vllm:hosts: []\n  spark-vllm:image: x\n");
         const bad = cli(["plan", "--stack", "bad", "--dir", dir]);
-        assert.equal(bad.status, 1);
+        assert.equal(bad.status, 3, "a config error");
         assert.match(bad.stderr, /spark-vllm:hosts: is empty/);
         assert.match(bad.stderr, /spark-vllm:model: missing/);
         const missing = cli(["plan", "--stack", "nope", "--dir", dir]);
         assert.match(missing.stderr, /stacks here: bad/);
+        assert.equal(missing.status, 3);
         assert.equal(cli(["plan"]).status, 2);
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
+});
+
+/** Writes Pulumi.<stack>.yaml with `text` into a fresh directory and runs plan on it. */
+function planText(text: string, stack = "t") {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "plan-cli-"));
+    try {
+        fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), text);
+        return { ...cli(["plan", "--stack", stack, "--dir", dir]), file: path.join(dir, `Pulumi.${stack}.yaml`) };
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+const SPARK = fs.readFileSync(path.join(ROOT, "Pulumi.spark.yaml"), "utf8");
+
+test("plan on a stack file that is not YAML names the file, line and column, and never quotes the file", () => {
+    const r = planText("config:\n  spark-vllm:hfToken: hf_PLAINSECRET\n  spark-vllm:image: [unclosed\n");
+    assert.equal(r.status, 3);
+    assert.match(r.stderr, new RegExp(`^${r.file.replace(/[.\\/]/g, "\\$&")}:4:1: not valid YAML: `));
+    assert.ok(!r.stderr.includes("hf_PLAINSECRET"), "no snippet of the file (it may hold a secret)");
+    const dup = planText("config:\n  spark-vllm:image: a\n  spark-vllm:image: b\n");
+    assert.equal(dup.status, 3);
+    assert.match(dup.stderr, /Pulumi\.t\.yaml:3:\d+: not valid YAML: duplicated mapping key/);
+});
+
+test("plan on a stack file of the wrong shape says what it found", () => {
+    const cases: [string, RegExp][] = [
+        ["", /Pulumi\.t\.yaml: is empty, not a stack file: expected a mapping with a config: section/],
+        ["- a\n- b\n", /Pulumi\.t\.yaml: is a list, not a stack file/],
+        ["just text\n", /Pulumi\.t\.yaml: is a string, not a stack file/],
+        ["encryptionsalt: x\n", /Pulumi\.t\.yaml: has no config: section; the spark-vllm:\* keys go under config:/],
+        ["config:\n  - spark-vllm:hosts\n", /Pulumi\.t\.yaml: config: is a list, not a mapping/],
+        ["config:\n", /Pulumi\.t\.yaml: config: is empty, not a mapping/],
+    ];
+    for (const [text, expected] of cases) {
+        const r = planText(text);
+        assert.equal(r.status, 3, text);
+        assert.match(r.stderr, expected);
+    }
+});
+
+test("plan refuses hfToken and sshPrivateKey in plain text, with every other problem, and never prints them", () => {
+    const text = SPARK + "  spark-vllm:hfToken: hf_PLAINSECRET\n  spark-vllm:sshPrivateKey: |\n    -----BEGIN KEY-----\n    PRIVATE\n  spark-vllm:modle: {}\n";
+    const r = planText(text);
+    assert.equal(r.status, 3);
+    assert.match(r.stderr, /spark-vllm:hfToken: is in plain text in the stack file; encrypt it with `pulumi config set --secret spark-vllm:hfToken`/);
+    assert.match(r.stderr, /spark-vllm:sshPrivateKey: is in plain text in the stack file/);
+    assert.match(r.stderr, /spark-vllm:modle: unknown key; did you mean model\?/);
+    assert.ok(!r.stderr.includes("hf_PLAINSECRET") && !r.stderr.includes("PRIVATE\n"));
+    const secure = planText(SPARK + "  spark-vllm:hfToken:\n    secure: v1:c2VjcmV0\n");
+    assert.equal(secure.status, 0, secure.stderr);
+});
+
+test("exit codes are distinct: 0 done, 2 usage, 3 config, 4 mandatory policy; the usage text lists them", () => {
+    assert.equal(cli(["plan", "--stack", "spark"]).status, 0);
+    assert.equal(cli(["plan", "--stack"]).status, 2, "a missing value");
+    assert.equal(cli(["plan", "--stack", "spark", "--bogus"]).status, 2);
+    assert.equal(cli(["plan", "--stack", "../../etc/passwd"]).status, 2, "a stack name is never a path");
+    assert.equal(cli(["nonsense"]).status, 2);
+    assert.equal(planText("config: {}\n").status, 3);
+    // The Qwen3.5 architecture is unknown to vLLM 0.14: the vllm-supports-architecture policy is mandatory.
+    const old = planText(SPARK.replace(/vllm\/vllm-openai:v0\.17\.1@/, "vllm/vllm-openai:v0.14.0@").replace("version: 0.17.1", "version: 0.14.0"));
+    assert.equal(old.status, 4, old.stderr);
+    assert.match(old.stdout, /FAIL  vllm-supports-architecture \(mandatory\)/);
+    const usage = cli(["--help"]);
+    assert.equal(usage.status, 0);
+    for (const line of [/^ {2}0 {2}done/m, /^ {2}1 {2}diagnose: no known root cause/m, /^ {2}2 {2}usage error/m, /^ {2}3 {2}config error/m, /^ {2}4 {2}a mandatory policy fails/m])
+        assert.match(usage.stderr, line);
 });
