@@ -16,11 +16,12 @@ const ROOT = path.join(__dirname, "..");
 const DIST_CLI = path.join(ROOT, "dist", "bin", "cli.js");
 const SOURCE_CLI = path.join(__dirname, "cli.ts");
 
-/** Newest mtime (ms) of the files under dir; stops early once one is newer than limit. */
+/** Newest mtime (ms) of dir and everything under it (a deleted file shows as its folder's mtime); stops early past limit. */
 function newestUnder(dir, limit) {
     let newest = 0;
     let entries;
     try {
+        newest = fs.statSync(dir).mtimeMs;
         entries = fs.readdirSync(dir, { withFileTypes: true });
     } catch {
         return 0;

@@ -56,7 +56,7 @@ function miniature(opts: { sources: boolean; built?: boolean }): string {
     }
     // Everything made before the build stamp, as after `npm run build`.
     const past = new Date(Date.now() - 60_000);
-    for (const f of ["bin/spark-vllm.js", "bin/cli.ts", "components/spec.ts"]) if (fs.existsSync(path.join(dir, f))) fs.utimesSync(path.join(dir, f), past, past);
+    for (const f of ["bin/spark-vllm.js", "bin/cli.ts", "components/spec.ts", "components", "policies", "bin"]) if (fs.existsSync(path.join(dir, f))) fs.utimesSync(path.join(dir, f), past, past);
     return dir;
 }
 
@@ -78,6 +78,17 @@ test("bin/spark-vllm.js: the installed package runs dist/; a checkout runs dist/
         fs.writeFileSync(path.join(checkout, "components", "spec.ts"), "export const changed = 1;\n");
         assert.equal(which(checkout), "source", "a source changed after the build: the sources, not the stale build");
         assert.equal(which(checkout, { SPARK_VLLM_CLI: "dist" }), "dist", "forced");
+        // A source deleted after the build: its folder's mtime says so.
+        const deleted = miniature({ sources: true });
+        const built = new Date(Date.now() - 10_000);
+        fs.utimesSync(path.join(deleted, "dist", ".build-stamp"), built, built);
+        try {
+            assert.equal(which(deleted), "dist");
+            fs.rmSync(path.join(deleted, "components", "spec.ts"));
+            assert.equal(which(deleted), "source", "a source deleted after the build: the sources");
+        } finally {
+            fs.rmSync(deleted, { recursive: true, force: true });
+        }
     } finally {
         for (const d of [installed, checkout, unbuilt]) fs.rmSync(d, { recursive: true, force: true });
     }
