@@ -238,10 +238,15 @@ export const SECRET_IN_PLAIN_TEXT = "[secret in plain text]";
 /** A key outside our namespace that looks meant for it (`spark-vlm:model`, or `hosts` with no namespace). */
 const FOREIGN_KEY = "[key outside the spark-vllm namespace]";
 
-/** Whether a key's value is kept out of the raw config: a secret key, a near spelling of one, or a name that says secret. */
+/**
+ * Whether a key's value is kept out of the raw config: a secret key, a near spelling of one, or an unknown key
+ * whose name says secret. (Only top-level keys: a secret nested in an object must be read with
+ * `config.getSecret`/`requireSecretObject` by whoever adds one, not through parseSpec.)
+ */
 function secretLike(key: string): boolean {
     const k = key.toLowerCase();
-    return SECRET_KEYS.some(s => editDistance(s.toLowerCase(), k) <= 3) || /key|token|secret|passw|credential/.test(k);
+    if (SECRET_KEYS.some(s => editDistance(s.toLowerCase(), k) <= 3)) return true;
+    return !KNOWN_KEYS.includes(key) && /key|token|secret|passw|credential/.test(k);
 }
 
 function nearNamespace(space: string, ns: string): boolean {
