@@ -10,6 +10,7 @@ import { argvLine } from "../components/scripts";
 import { COMMAND, CONTAINER, GATE, IMAGE, plannedResources } from "../components/resources";
 import { planResources, verdicts } from "../policies/offline";
 import { readStackFile } from "./plan-command";
+import { EXIT } from "./cli";
 
 const USAGE = "usage: spark-vllm diff --stack NAME --set key=value [--set key=value ...] [--json] [--dir DIR]\n" +
     "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string";
@@ -115,9 +116,9 @@ export async function diffCommand(args: string[]): Promise<number> {
         else if (a === "--json") json = true;
         else if (a === "--dir") dir = args[++i];
         else if (a === "--set" && /^[^=]+=/.test(args[i + 1] ?? "")) { const s = args[++i], eq = s.indexOf("="); sets.push([s.slice(0, eq), parseValue(s.slice(eq + 1))]); }
-        else { console.error(`unknown or incomplete argument ${a}\n${USAGE}`); return 2; }
+        else { console.error(`unknown or incomplete argument ${a}\n${USAGE}`); return EXIT.usage; }
     }
-    if (!stack || sets.length === 0) { console.error(USAGE); return 2; }
+    if (!stack || sets.length === 0) { console.error(USAGE); return EXIT.usage; }
     let before: ClusterPlan, after: ClusterPlan;
     try {
         const raw = readStackFile(dir, stack);
@@ -127,19 +128,19 @@ export async function diffCommand(args: string[]): Promise<number> {
         after = planCluster(parseSpec(sets.reduce((r, [k, v]) => setPath(r, k, v), raw)), undefined, opts);
     } catch (err) {
         console.error(err instanceof SpecError ? `Pulumi.${stack}.yaml with the change: ${err.message}` : String(err instanceof Error ? err.message : err));
-        return 1;
+        return EXIT.config;
     }
     const changes = diffPlans(before, after);
     const failed = verdicts(planResources(after, stack)).filter(v => v.enforcementLevel === "mandatory" && v.violations.length > 0);
     const setText = sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
     const diffs = [
         unifiedDiff(argvLines(before.vllmServeArgv), argvLines(after.vllmServeArgv), `vllm serve (Pulumi.${stack}.yaml)`, `vllm serve (${setText})`),
-        ...after.hosts.map((h, i) => unifiedDiff(argvLines(before.hosts[i]?.rayStartArgv ?? []), argvLines(h.rayStartArgv), `ray start on ${h.host.name} (Pulumi.${stack}.yaml)`, `ray start on ${h.host.name} (${setText})`)),
+        ...after.hosts.map((h, i) => unifiedDiff(argvLines(before.hosts[i]?.rayStartArgv ?? []), argvLines(h.rayStartArgv ?? []), `ray start on ${h.host.name} (Pulumi.${stack}.yaml)`, `ray start on ${h.host.name} (${setText})`)),
         ...after.hosts.map((h, i) => unifiedDiff((before.hosts[i]?.container.env ?? []).map(([k, v]) => `${k}=${v}`), h.container.env.map(([k, v]) => `${k}=${v}`), `${h.container.name} env (Pulumi.${stack}.yaml)`, `${h.container.name} env (${setText})`)),
     ].filter(Boolean);
     if (json) {
         process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), changes, diffs, mandatoryFailures: failed }, null, 2) + "\n");
-        return failed.length ? 1 : 0;
+        return failed.length ? EXIT.policy : EXIT.ok;
     }
     const count = (op: Op) => changes.filter(c => c.op === op).length;
     const out = [`stack ${stack} with ${setText}: ${count("replace")} to replace, ${count("update")} to update, ${count("create")} to create, ${count("delete")} to delete, ${count("same")} unchanged`];
@@ -150,5 +151,5 @@ export async function diffCommand(args: string[]): Promise<number> {
     for (const d of diffs) out.push("", d.trimEnd());
     out.push("", failed.length ? `mandatory policies failing with the change:\n${failed.map(v => `  FAIL ${v.policy}: ${v.violations.join("; ")}`).join("\n")}` : "every mandatory policy passes with the change");
     process.stdout.write(out.join("\n") + "\n");
-    return failed.length ? 1 : 0;
+    return failed.length ? EXIT.policy : EXIT.ok;
 }

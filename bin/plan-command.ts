@@ -5,11 +5,12 @@ import * as path from "path";
 import * as yaml from "js-yaml";
 import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, parseSpec, rawConfigFromStack, show } from "../components/spec";
 import { EXIT } from "./cli";
-import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
+import { ClusterPlan, planCluster } from "../components/plan";
 import { argvLine } from "../components/scripts";
 import { findModel } from "../components/catalog";
 import { planMemory, renderMemoryPlan } from "../components/memory";
 import { planResources, verdicts } from "../policies/offline";
+import { COMMAND, plannedResources } from "../components/resources";
 
 const USAGE = "usage: spark-vllm plan --stack NAME [--json] [--dir DIR]";
 
@@ -100,11 +101,15 @@ export function planReport(plan: ClusterPlan, stack: string) {
             fabric: h.host.fabric,
             gpus: h.host.gpus,
             container: h.container,
-            rayStart: argvLine(h.rayStartArgv),
-            commands: { preflight: h.preflight, rayLaunch: h.rayLaunch },
+            ...(h.rayStartArgv ? { rayStart: argvLine(h.rayStartArgv) } : {}),
+            // The head's `vllm serve` serves the API; an mp worker runs its own, headless.
+            vllmServe: argvLine(h.role === "head" ? plan.vllmServeArgv : h.vllmServeArgv ?? []) || undefined,
         })),
+        backend: plan.backend,
         vllmServe: argvLine(plan.vllmServeArgv),
-        commands: { compat: plan.compat, rayProbe: plan.rayProbe, vllmLaunch: plan.vllmLaunch, endpointProbe: plan.endpointProbe },
+        // Every remote command, in the order they run (components/resources.ts, the components' own entries).
+        commands: plannedResources(plan).flatMap(r => r.type === COMMAND
+            ? [{ name: r.name, host: r.host, ...(r.secretStdin ? { stdin: r.secretStdin } : {}), create: r.inputs.create, ...(r.inputs.delete ? { delete: r.inputs.delete } : {}) }] : []),
         probes: spec.probes,
         memory,
         policies: verdicts(planResources(plan, stack)),
@@ -114,8 +119,8 @@ export function planReport(plan: ClusterPlan, stack: string) {
 function renderText(r: ReturnType<typeof planReport>, memoryTable: string): string {
     const out: string[] = [];
     const section = (title: string) => out.push("", `== ${title}`);
-    const command = (label: string, c: CommandPlan) => {
-        out.push(`  ${label} (timeout ${c.timeoutSeconds} s${c.stdin ? `, ${c.stdin} on stdin` : ""}):`);
+    const command = (label: string, c: { create: string; delete?: string; stdin?: string }) => {
+        out.push(`  ${label}${c.stdin ? ` (${c.stdin} on stdin)` : ""}:`);
         out.push(...c.create.split("\n").map(l => `    ${l}`));
         if (c.delete) out.push("    on delete:", ...c.delete.split("\n").map(l => `      ${l}`));
     };
@@ -132,17 +137,13 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
         out.push(`    mounts: ${c.mounts.map(m => m.hostPath).join(", ")}; devices: ${c.devices.map(d => d.hostPath).join(", ") || "none"}`);
         out.push(`    ulimits: ${c.ulimits.map(u => `${u.name}=${u.soft}`).join(", ")}; caps: ${c.capabilities.join(", ")}`);
     }
-    section("ray");
-    for (const h of r.hosts) out.push(`  ${h.name}: ${h.rayStart}`);
-    section("vllm");
-    out.push(`  ${r.vllmServe}`);
+    section(`backend: ${r.backend === "ray" ? "Ray" : r.backend === "mp" ? "vLLM's multi-node launch (mp), no Ray" : "one host, no Ray"}`);
+    for (const h of r.hosts) {
+        if (h.rayStart) out.push(`  ${h.name}: ${h.rayStart}`);
+        if (h.vllmServe) out.push(`  ${h.name}: ${h.vllmServe}`);
+    }
     section("commands, in order");
-    for (const h of r.hosts) command(`${h.name} preflight`, h.commands.preflight);
-    command("compatibility check", r.commands.compat);
-    for (const h of r.hosts) command(`${h.name} ray launch`, h.commands.rayLaunch);
-    command("ray formation probe", r.commands.rayProbe);
-    command("vllm launch", r.commands.vllmLaunch);
-    command("endpoint probe", r.commands.endpointProbe);
+    for (const c of r.commands) command(`${c.name} on ${c.host}`, c);
     section("probes");
     out.push(`  poll every ${r.probes.intervalSeconds} s; Ray within ${r.probes.rayTimeoutSeconds} s; endpoint within ${r.probes.endpointTimeoutSeconds} s`);
     section("memory per rank");

@@ -1,26 +1,42 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
+import { ClusterPlan } from "./plan";
 import { ResourceNames } from "./naming";
 import { Wiring } from "./wiring";
+import { lastJsonLine } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
 export interface ModelEndpointArgs {
+    plan: ClusterPlan;
     names: ResourceNames;
     wiring: Wiring;
     /** The API key vLLM requires; it only ever travels through stdin. */
     apiKey: pulumi.Input<string>;
 }
 
-/** @internal `vllm serve` on the head, and the probe that proves the endpoint answers a completion. */
+/**
+ * @internal vLLM, proven to answer: on every host the memory gate (drop the page cache, then free memory against
+ * what vLLM will ask for), `vllm serve` on the head (and, for the mp backend, `vllm serve --headless` on every
+ * worker), then the probe that proves a completion works.
+ */
 export class ModelEndpoint extends pulumi.ComponentResource {
+    /** Per host, in plan order. */
+    readonly memoryGates: remote.Command[];
+    /** Per host, the memory figures its gate measured (unknown until it ran). */
+    readonly memory: pulumi.Output<Record<string, unknown>>[];
     readonly launch: remote.Command;
+    /** mp backend: the workers' headless launches. */
+    readonly headless: remote.Command[];
     readonly probe: remote.Command;
 
     constructor(name: string, args: ModelEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:ModelEndpoint", name, {}, opts);
-        const { names, wiring } = args;
+        const { plan, names, wiring } = args;
         const keyLine = pulumi.secret(pulumi.output(args.apiKey).apply(k => `${k}\n`));
+        this.memoryGates = plan.hosts.map(h => wiring.command(names.host(h.host.name, "memory"), { parent: this }));
+        this.memory = this.memoryGates.map(g => g.stdout.apply(lastJsonLine));
         this.launch = wiring.command(names.of("vllm-launch"), { parent: this }, keyLine);
+        this.headless = plan.hosts.filter(h => h.vllmLaunch).map(h => wiring.command(names.host(h.host.name, "vllm"), { parent: this }));
         this.probe = wiring.command(names.of("endpoint-probe"), { parent: this }, keyLine);
         this.registerOutputs({ probe: this.probe.stdout });
     }

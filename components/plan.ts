@@ -58,16 +58,27 @@ export interface HostPlan {
      * its own image, and copies it to a worker (docker save | ssh docker load) unless it is there.
      */
     imageFromHead?: CommandPlan;
-    /** The exact `ray start` argv. */
-    rayStartArgv: string[];
-    rayLaunch: CommandPlan;
+    /** Ray backend only: the exact `ray start` argv, and the command that runs it in the container. */
+    rayStartArgv?: string[];
+    rayLaunch?: CommandPlan;
+    /** mp backend, workers only: this host's `vllm serve --headless` argv and its launch. */
+    vllmServeArgv?: string[];
+    vllmLaunch?: CommandPlan;
+    /**
+     * Before every vLLM launch: drops the page cache on the host, then compares free memory as CUDA sees it
+     * in the container with what vLLM will ask for (unified memory; components/remote/spark_vllm/memory.py).
+     */
+    memoryGate: CommandPlan;
 }
 
 export interface ClusterPlan {
     spec: ClusterSpec;
     hosts: HostPlan[];
     head: HostPlan;
-    rayProbe: CommandPlan;
+    /** How the hosts run the model (spec.vllm.backend): Ray, vLLM's own multi-node launch, or one host. */
+    backend: ClusterSpec["vllm"]["backend"];
+    /** Ray backend only. */
+    rayProbe?: CommandPlan;
     compat: CommandPlan;
     /** head-then-copy only: serves the head's weights to the workers over the fabric. */
     weightsSource?: CommandPlan;
@@ -241,14 +252,26 @@ function rayLaunch(container: string, argv: string[]): CommandPlan {
     };
 }
 
-export function vllmServeArgv(spec: ClusterSpec): string[] {
+/**
+ * The exact `vllm serve` argv of host `rank` (0 is the head, the only one serving the API). Ray: the executor
+ * flag, and vLLM places its workers through Ray. mp: vLLM's own multi-node launch (vllm-project/vllm#23691,
+ * docs/serving/parallelism_scaling.md): every host runs `vllm serve` with `--nnodes/--node-rank/--master-addr/
+ * --master-port`, all but the head `--headless`. One host: neither.
+ */
+export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
     const { vllm, model } = spec;
+    const multiNode = vllm.backend !== "mp" ? [] : [
+        "--nnodes", String(spec.hosts.length), "--node-rank", String(rank),
+        "--master-addr", spec.hosts[0].fabric.address, "--master-port", String(vllm.masterPort),
+        ...(rank > 0 ? ["--headless"] : []),
+    ];
     return [
         "vllm", "serve", model.id,
         "--served-model-name", model.servedName,
         "--tensor-parallel-size", String(vllm.tensorParallelSize),
         "--pipeline-parallel-size", String(vllm.pipelineParallelSize),
-        "--distributed-executor-backend", "ray",
+        ...(vllm.backend === "ray" ? ["--distributed-executor-backend", "ray"] : []),
+        ...multiNode,
         "--host", "0.0.0.0",
         "--port", String(vllm.port),
         "--gpu-memory-utilization", String(vllm.gpuMemoryUtilization),
@@ -258,12 +281,56 @@ export function vllmServeArgv(spec: ClusterSpec): string[] {
     ];
 }
 
+const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-serve.log`, pidFile: `${spec.logDir}/vllm-serve.pid` });
+
+/**
+ * Starts `vllm serve` detached in a host's container. The head's reads the API key from stdin (never in command
+ * text, diffs or errors); an mp worker's is headless and serves no API. A failed earlier `up` may have left a
+ * server running: it is stopped first, so the port is free and create is repeatable.
+ */
+function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: boolean): CommandPlan {
+    const { log, pidFile } = vllmFiles(spec);
+    const container = containerName(host.name);
+    const stop = stopByPidFile(pidFile, 60);
+    const body = script([
+        "set -e",
+        ...(serves ? ["IFS= read -r VLLM_API_KEY", "export VLLM_API_KEY"] : []),
+        ...stop,
+        ...detachedLaunch(argv, log, pidFile),
+        `echo "vllm serve started, pid $(cat ${shq(pidFile)}), log ${shq(log)} on ${shq(host.name)}"`,
+    ]);
+    return {
+        create: withTimeout(90, dockerExecScript(container, body, { stdin: serves })),
+        delete: ifContainerRunning(container, withTimeout(90, dockerExecScript(container, script(stop)))),
+        ...(serves ? { stdin: "apiKey" as const } : {}),
+        timeoutSeconds: 90,
+    };
+}
+
+/**
+ * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
+ * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
+ * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
+ */
+function memoryGate(spec: ClusterSpec, host: HostSpec): CommandPlan {
+    const flush = { host: host.name, image: spec.image.reference };
+    const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
+    return {
+        create: script([
+            withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)]))),
+            withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-check", json(check)]))),
+        ]),
+        timeoutSeconds: 210,
+    };
+}
+
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
 export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
     const headSpec = spec.hosts[0];
     const hosts: HostPlan[] = spec.hosts.map((host, i) => {
         const role: Role = i === 0 ? "head" : "worker";
-        const argv = rayStartArgv(spec, host, role, headSpec);
+        const ray = spec.vllm.backend === "ray" ? rayStartArgv(spec, host, role, headSpec) : undefined;
+        const headless = spec.vllm.backend === "mp" && i > 0 ? vllmServeArgv(spec, i) : undefined;
         return {
             host,
             role,
@@ -272,8 +339,9 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             preflight: preflight(spec, host),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
-            rayStartArgv: argv,
-            rayLaunch: rayLaunch(containerName(host.name), argv),
+            ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(containerName(host.name), ray) } : {}),
+            ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
+            memoryGate: memoryGate(spec, host),
         };
     });
     const head = hosts[0];
@@ -287,7 +355,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         timeoutSeconds: spec.probes.rayTimeoutSeconds,
         intervalSeconds: spec.probes.intervalSeconds,
     };
-    const rayProbe: CommandPlan = {
+    const rayProbe: CommandPlan | undefined = spec.vllm.backend !== "ray" ? undefined : {
         create: withTimeout(spec.probes.rayTimeoutSeconds + 30, dockerExec(headContainer, tools(spec, ["ray-probe", json(rayProbeArgs)]))),
         timeoutSeconds: spec.probes.rayTimeoutSeconds + 30,
     };
@@ -297,32 +365,16 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         cacheDir: spec.model.cacheDir,
         trustRemoteCode: spec.model.trustRemoteCode,
         ...(spec.vllm.version ? { declaredVllmVersion: spec.vllm.version } : {}),
+        // What the image must bring: Ray for the ray backend, vLLM's multi-node launch for mp.
+        backend: spec.vllm.backend,
     };
     const compat: CommandPlan = {
         create: withTimeout(120, dockerExec(headContainer, tools(spec, ["compat", json(compatArgs)]))),
         timeoutSeconds: 120,
     };
 
-    const vllmLog = `${spec.logDir}/vllm-serve.log`;
-    const vllmPidFile = `${spec.logDir}/vllm-serve.pid`;
+    const { log: vllmLog, pidFile: vllmPidFile } = vllmFiles(spec);
     const serveArgv = vllmServeArgv(spec);
-    const stopVllm = stopByPidFile(vllmPidFile, 60);
-    const launchBody = script([
-        "set -e",
-        // The key arrives on stdin so it never appears in command text, diffs or errors.
-        "IFS= read -r VLLM_API_KEY",
-        "export VLLM_API_KEY",
-        // A failed earlier `up` may have left a server running: stop it so the port is free.
-        ...stopVllm,
-        ...detachedLaunch(serveArgv, vllmLog, vllmPidFile),
-        `echo "vllm serve started, pid $(cat ${shq(vllmPidFile)}), log ${shq(vllmLog)} on ${shq(headSpec.name)}"`,
-    ]);
-    const vllmLaunch: CommandPlan = {
-        create: withTimeout(90, dockerExecScript(headContainer, launchBody, { stdin: true })),
-        delete: ifContainerRunning(headContainer, withTimeout(90, dockerExecScript(headContainer, script(stopVllm)))),
-        stdin: "apiKey",
-        timeoutSeconds: 90,
-    };
 
     const probeArgs = {
         host: headSpec.name,
@@ -332,6 +384,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         pidFile: vllmPidFile,
         timeoutSeconds: spec.probes.endpointTimeoutSeconds,
         intervalSeconds: spec.probes.intervalSeconds,
+        // Pipeline parallelism over Ray has failed only once two requests ran at once (vllm-project/vllm#39900).
+        concurrency: spec.vllm.pipelineParallelSize > 1 ? 2 : 1,
     };
     const endpointProbe: CommandPlan = {
         create: withTimeout(
@@ -349,8 +403,9 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         rayProbe,
         compat,
         weightsSource: weightsSource(spec),
+        backend: spec.vllm.backend,
         vllmServeArgv: serveArgv,
-        vllmLaunch,
+        vllmLaunch: vllmLaunch(spec, headSpec, serveArgv, true),
         endpointProbe,
         endpoint: `http://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,

@@ -111,7 +111,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const out: PlannedResource[] = [];
     const add = <T extends PlannedType>(r: Omit<PlannedResource<T>, "dependsOn" | "replacedBy"> & Partial<PlannedCommon>) =>
         out.push({ dependsOn: [], replacedBy: [], ...r } as PlannedResource);
-    const command = (name: string, host: HostSpec, c: CommandPlan, wiring: { dependsOn?: string[]; replacedBy?: string[]; triggers?: unknown[]; stdin?: string } = {}) =>
+    type CommandWiring = { dependsOn?: string[]; replacedBy?: string[]; triggers?: unknown[]; stdin?: string; deleteBeforeReplace?: boolean };
+    const command = (name: string, host: HostSpec, c: CommandPlan, wiring: CommandWiring = {}) =>
         add({
             name, type: COMMAND, host: host.name,
             inputs: {
@@ -124,7 +125,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
             dependsOn: wiring.dependsOn ?? [], replacedBy: wiring.replacedBy ?? [],
             ...(c.stdin ? { secretStdin: c.stdin } : {}),
             // Anything with a delete stops a process or removes a file: the old one goes first.
-            ...(c.delete ? { deleteBeforeReplace: true } : {}),
+            ...(c.delete || wiring.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
         });
     // A launch also carries its SSH target: @pulumi/command only updates on a connection change, which
     // would run create beside the process already running (components/connection.ts sshTarget).
@@ -178,18 +179,38 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     command(n.of("compat"), head, plan.compat, {
         dependsOn: [container(head), ...hosts.map(h => weights(h.host))], replacedBy: [container(head), n.of("weights")] });
 
-    // 6. Ray: head, workers, then the probe that waits for every node and GPU.
-    command(n.of("ray-head"), head, plan.head.rayLaunch, {
-        triggers: launch(head), dependsOn: [container(head), n.of("compat")], replacedBy: [container(head)] });
-    for (const w of workers)
-        command(n.host(w.host.name, "ray"), w.host, w.rayLaunch, {
-            triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head")] });
-    const rays = [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
-    command(n.of("ray-probe"), head, plan.rayProbe, { dependsOn: rays, replacedBy: rays });
+    // 6. Ray backend: head, workers, then the probe that waits for every node and GPU.
+    const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
+    if (plan.backend === "ray") {
+        command(n.of("ray-head"), head, plan.head.rayLaunch!, {
+            triggers: launch(head), dependsOn: [container(head), n.of("compat")], replacedBy: [container(head)] });
+        for (const w of workers)
+            command(n.host(w.host.name, "ray"), w.host, w.rayLaunch!, {
+                triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head")] });
+        command(n.of("ray-probe"), head, plan.rayProbe!, { dependsOn: rays, replacedBy: rays });
+    }
+    // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
+    const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
-    // 7. vLLM, and the probe that proves a completion works.
+    // 7. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
+    // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text is in its
+    // triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures a
+    // running vLLM's memory.
+    const memory = hosts.map(h => n.host(h.host.name, "memory"));
+    hosts.forEach((h, i) => command(memory[i], h.host, h.memoryGate, {
+        triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])],
+        dependsOn: [container(h.host), n.of("compat"), ...(plan.backend === "ray" ? [formed] : [])],
+        replacedBy: [...new Set([container(h.host), formed]), n.of("api-key")], deleteBeforeReplace: true }));
     command(n.of("vllm-launch"), head, plan.vllmLaunch, {
-        triggers: launch(head), dependsOn: [n.of("ray-probe"), n.of("compat")], replacedBy: [n.of("ray-probe"), n.of("api-key")] });
-    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [n.of("vllm-launch")], replacedBy: [n.of("vllm-launch")] });
+        triggers: launch(head), dependsOn: [formed, n.of("compat"), ...memory], replacedBy: [formed, n.of("api-key"), ...memory] });
+    // mp: every worker's `vllm serve --headless` joins the head's rendezvous.
+    const headless = workers.filter(w => w.vllmLaunch).map(w => {
+        const name = n.host(w.host.name, "vllm");
+        command(name, w.host, w.vllmLaunch!, {
+            triggers: launch(w.host), dependsOn: [container(w.host), n.of("vllm-launch")], replacedBy: [container(w.host), n.of("vllm-launch")] });
+        return name;
+    });
+    const launches = [n.of("vllm-launch"), ...headless];
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: launches, replacedBy: launches });
     return out;
 }

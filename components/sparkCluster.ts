@@ -28,8 +28,9 @@ export interface SparkClusterArgs {
 }
 
 /**
- * Two or more DGX Sparks serving one model through vLLM over Ray. Builds its parts in the order they run:
- * hosts → image → containers → weights → compatibility check → Ray → vLLM and its probe. Names come from
+ * DGX Sparks serving one model through vLLM: over Ray, vLLM's own multi-node launch (mp), or on one host.
+ * Builds its parts in the order they run: hosts → image → containers → weights → compatibility check →
+ * Ray (ray backend) → memory gates, vLLM and its probe. Names come from
  * naming.ts; inputs and wiring from resources.ts (the same entries `spark-vllm diff` reads).
  */
 export class SparkCluster extends pulumi.ComponentResource {
@@ -40,7 +41,8 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly weights: ModelWeights;
     /** The image's vLLM (and transformers) against the model's architectures, in the head's container. */
     readonly compat: remote.Command;
-    readonly ray: RayCluster;
+    /** The Ray backend's head, workers and formation probe; undefined for mp and one host. */
+    readonly ray?: RayCluster;
     readonly model: ModelEndpoint;
     /** http://<head ssh host>:<port>/v1, once the endpoint probe has proven a completion works. */
     readonly endpoint: pulumi.Output<string>;
@@ -74,15 +76,16 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
         // 5. Does the image's vLLM know the model? Seconds, before anything launches.
         this.compat = wiring.command(names.of("compat"), parent);
-        // 6. Ray head, workers, every node joined.
-        this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
-        // 7. vLLM, and a completion proven to work.
-        this.model = new ModelEndpoint(names.of("model"), { names, wiring, apiKey: this.apiKey }, parent);
+        // 6. Ray backend: head, workers, every node joined.
+        if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
+        // 7. Memory on every host, vLLM, and a completion proven to work.
+        this.model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: this.apiKey }, parent);
 
         this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
         this.modelName = this.model.probe.stdout.apply(() => plan.modelName);
-        this.hostFacts = pulumi.all(this.hosts.map(h => h.facts)).apply(facts =>
-            Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, facts[i]])));
+        // Preflight facts, and the free memory each host's gate measured before vLLM started.
+        this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory)]).apply(([facts, memory]) =>
+            Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
         this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts });
     }
 }

@@ -70,6 +70,15 @@ export interface VllmSpec {
     extraArgs: string[];
     /** The image's vLLM version if known (used by policies at preview); default unknown. */
     version?: string;
+    /**
+     * How the hosts run one model: `ray` (Ray head and workers, `--distributed-executor-backend ray`; the
+     * default for two or more hosts) or `mp` (vLLM's own multi-node launch, one `vllm serve` per host with
+     * `--nnodes/--node-rank/--master-addr/--master-port`, `--headless` but on the head; vLLM >= 0.11.0, and no
+     * Ray). One host is always `single`: plain `vllm serve`, no Ray and no executor flag.
+     */
+    backend: "ray" | "mp" | "single";
+    /** mp: the head's rendezvous port on its fabric address; default 29501 (vLLM's own, vllm/config/parallel.py). */
+    masterPort: number;
 }
 
 export interface RaySpec {
@@ -317,7 +326,7 @@ export const MANAGED_VLLM_FLAGS: Record<string, string> = {
     "--served-model-name": "model.servedName",
     "--api-key": "the generated apiKey output (never put a key in extraArgs)",
     "--hf-token": "hfToken, a secret (never put a token in extraArgs)",
-    "--distributed-executor-backend": "spark-vllm (always ray)",
+    "--distributed-executor-backend": "vllm.backend",
     "--trust-remote-code": "model.trustRemoteCode",
     // vLLM's multi-node launch without Ray: spark-vllm decides how the hosts find each other.
     "--nnodes": "hosts (spark-vllm's multi-node launch)",
@@ -746,7 +755,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const copyPort = r.integer(model, "copyPort", "model", 1, 65535, 20080);
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
-    r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version"]);
+    r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version", "backend", "masterPort"]);
     const gpusKnown = parsedHosts.length > 0 && parsedHosts.every(p => p.gpus !== undefined);
     const totalGpus = parsedHosts.reduce((n, p) => n + (p.gpus ?? 0), 0);
     const pp = r.integer(vllm, "pipelineParallelSize", "vllm", 1, 64, 1);
@@ -774,6 +783,14 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const version = vllm.version === undefined ? undefined : r.string(vllm, "version", "vllm", undefined, 64);
     if (version !== undefined && !/^\d+\.\d+(\.\d+)?([.+-]?[A-Za-z0-9.+-]*)?$/.test(version)) r.problem("vllm.version", `${show(version)} is not a version such as 0.17.1`);
 
+    const single = parsedHosts.length === 1;
+    const chosen = vllm.backend === undefined || vllm.backend === null ? undefined : r.string(vllm, "backend", "vllm", undefined, 8);
+    if (chosen !== undefined && chosen !== "ray" && chosen !== "mp") r.problem("vllm.backend", `must be ray or mp, got ${show(chosen)}`);
+    else if (chosen !== undefined && single)
+        r.problem("vllm.backend", `one host runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend or add hosts`);
+    const backend: VllmSpec["backend"] = single ? "single" : chosen === "mp" ? "mp" : "ray";
+    const masterPort = r.integer(vllm, "masterPort", "vllm", 1, 65535, 29501);
+
     const ray = r.object(root.ray, "ray", false) ?? {};
     r.unknownKeys(ray, "ray", ["port", "dashboardPort"]);
     const rayPort = r.integer(ray, "port", "ray", 1, 65535, 6379);
@@ -783,6 +800,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         ["ray.port", rayPort, "give Ray and vLLM different ports"],
         ["ray.dashboardPort", dashboardPort, "pick another port for Ray's dashboard"],
         ["model.copyPort", weights === "head-then-copy" ? copyPort : undefined, "pick a free port for the weights copy"],
+        ["vllm.masterPort", backend === "mp" ? masterPort : undefined, "pick a free port for vLLM's multi-node rendezvous"],
     ], parsedHosts);
 
     const probes = r.object(root.probes, "probes", false) ?? {};
@@ -806,7 +824,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         hosts,
         image: image!,
         model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy, copyPort: copyPort! },
-        vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version },
+        vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version, backend, masterPort: masterPort! },
         ray: { port: rayPort!, dashboardPort: dashboardPort! },
         probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds! },
         logDir: logDir!,

@@ -9,6 +9,13 @@ import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } 
 import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/catalog";
 import { MEMORY_DEFAULTS, MemoryOptions, planMemory } from "../components/memory";
 import { parseImageRef } from "../components/spec";
+import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
+
+/**
+ * The host the image rules assume at preview: a GB10 (compute capability 12.1) on DGX OS's R580 driver branch
+ * (eugr/spark-vllm-docker#266 reports 580.159.03 on a Spark). The compatibility check measures the real ones.
+ */
+const SPARK_HOST: HostFacts = { capability: GB10_CAPABILITY, driver: "580.159.03" };
 
 export const CONTAINER = "docker:index/container:Container";
 export const REMOTE_IMAGE = "docker:index/remoteImage:RemoteImage";
@@ -206,6 +213,22 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
         },
     },
     {
+        name: "image-runs-on-gb10",
+        description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11 for mp (components/images.ts).",
+        enforcementLevel: "mandatory",
+        validateStack: (args, report) => {
+            const image = byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
+            const row = image ? lookupImage(image) : undefined;
+            if (!row) return; // unknown images are left to the compatibility check on the hosts
+            const serve = serveCommands(args.resources).map(r => commandText(r.props));
+            const backend = byType(args.resources, COMMAND).some(r => /\bray start\b/.test(commandText(r.props))) ? "ray"
+                : serve.some(t => /\s--nnodes\s/.test(t)) ? "mp" : "single";
+            const hosts = byType(args.resources, CONTAINER).length;
+            for (const p of imageProblems(row, SPARK_HOST, backend, hosts).filter(p => p.severity === "error"))
+                report(`${row.reference} on a DGX Spark (${backend} backend): ${p.message} [${p.kind}; sources: ${row.sources.join(", ")}]. Remediation: use an image known to run on a Spark (${KNOWN_IMAGES.filter(i => i.runsOnGb10).map(i => i.reference).join(", ")}) or change spark-vllm:vllm.backend.`);
+        },
+    },
+    {
         name: "container-host-network-and-ipc",
         description: "vLLM/Ray containers use the host network (NCCL and Ray bind the fabric address) and host IPC (shared memory between workers).",
         enforcementLevel: "mandatory",
@@ -260,7 +283,9 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
         validateResource: (args, report) => {
             if (args.type !== COMMAND) return;
             const text = commandText(args.props);
-            if (!isServe(text)) return;
+            // An mp worker's `vllm serve --headless` runs engine ranks only and serves no API
+            // (vllm/entrypoints/cli/serve.py run_headless), so it has no key to check.
+            if (!isServe(text) || /\s--headless\b/.test(text)) return;
             const reads = /\bread\b[^\n]*\bVLLM_API_KEY\b/.test(text);
             const stdin = args.props.stdin;
             if (!reads || stdin === undefined || stdin === null || stdin === "")

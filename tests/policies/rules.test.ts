@@ -219,3 +219,19 @@ test("no-secrets-in-text", () => {
     assert.equal(findSecret('IFS= read -r VLLM_API_KEY; export VLLM_API_KEY; HF_TOKEN="$(cat)" x; vllm serve m --api-key "$VLLM_API_KEY"'), undefined);
     assert.ok(!onResources("no-secrets-in-text", [cases[1]])[0].includes(hf));
 });
+
+test("image-runs-on-gb10: known images against a Spark and the backend; unknown images are left to the hosts' check", () => {
+    const at = (tag: string) => `${tag}@sha256:${"ab".repeat(32)}`;
+    assert.deepEqual(onStack("image-runs-on-gb10", stack({}, at("vllm/vllm-openai:v0.17.1"))), [], "0.17.1 ships Ray and sm_120");
+    const noRay = onStack("image-runs-on-gb10", stack({}, at("vllm/vllm-openai:v0.18.0")));
+    assert.equal(noRay.length, 1);
+    assert.match(noRay[0], /^vllm\/vllm-openai:v0\.18\.0 on a DGX Spark \(ray backend\): ray is not importable .*\[ray-missing; sources: /);
+    // The same image with vLLM's own multi-node launch (no `ray start`, --nnodes in vllm serve) passes.
+    const mp = [image("spark-a", at("vllm/vllm-openai:v0.18.0")), image("spark-b", at("vllm/vllm-openai:v0.18.0")),
+        container("spark-a", "192.168.100.10"), container("spark-b", "192.168.100.11"), serve({ extra: "--nnodes 2 --node-rank 0 --master-addr 192.168.100.10" })];
+    assert.deepEqual(onStack("image-runs-on-gb10", mp), []);
+    // An NGC image with vLLM older than the mp launch is refused for mp.
+    const old = mp.map(r => r.type === REMOTE_IMAGE ? image(r.name.replace(/-image$/, ""), at("nvcr.io/nvidia/vllm:25.10-py3")) : r);
+    assert.match(onStack("image-runs-on-gb10", old)[0], /vLLM 0\.10\.2 has no --nnodes.*\[mp-unsupported/);
+    assert.deepEqual(onStack("image-runs-on-gb10", stack({}, at("example.org/own/vllm:custom"))), [], "unknown image: no verdict");
+});

@@ -16,10 +16,34 @@ test("plan --stack spark prints hosts, containers, exact command lines, memory a
         "VLLM_HOST_IP=192.168.100.11",
         "spark-b: ray start --address=192.168.100.10:6379 --node-ip-address=192.168.100.11 --num-gpus=1",
         "vllm serve Qwen/Qwen3.5-122B-A10B-FP8 --served-model-name qwen3.5-122b --tensor-parallel-size 2",
-        "endpoint probe (timeout 1860 s, apiKey on stdin)",
+        "spark-endpoint-probe on spark-a (apiKey on stdin):",
+        "spark-spark-b-memory on spark-b:",
         "host headroom 18.25 GiB per host",
         "pass  vllm-supports-architecture (mandatory)",
     ]) assert.ok(r.stdout.includes(expected), `missing: ${expected}`);
+});
+
+test("plan --json shows each host's exact launch lines: Ray, mp (no ray start, --headless on workers), one host", () => {
+    const json = (stack: string) => {
+        const r = cli(["plan", "--stack", stack, "--json"]);
+        assert.equal(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout);
+    };
+    const ray = json("spark");
+    assert.equal(ray.backend, "ray");
+    assert.match(ray.hosts[1].rayStart, /^ray start --address=192\.168\.100\.10:6379 /);
+    const mp = json("spark-mp");
+    assert.equal(mp.backend, "mp");
+    assert.ok(mp.hosts.every((h: { rayStart?: string }) => h.rayStart === undefined), "no ray start on any host");
+    assert.match(mp.hosts[0].vllmServe, / --nnodes 2 --node-rank 0 --master-addr 192\.168\.100\.10 --master-port 29501( |$)/);
+    assert.ok(!mp.hosts[0].vllmServe.includes("--headless"));
+    assert.match(mp.hosts[1].vllmServe, / --nnodes 2 --node-rank 1 --master-addr 192\.168\.100\.10 --master-port 29501 --headless/);
+    assert.ok(!JSON.stringify(mp.commands).includes("ray start"));
+    assert.deepEqual(mp.commands.filter((c: { name: string }) => c.name.endsWith("-vllm")).map((c: { name: string }) => c.name), ["spark-spark-b-vllm"]);
+    const one = json("gpt-oss-120b");
+    assert.equal(one.backend, "single");
+    assert.ok(!one.hosts[0].vllmServe.includes("--distributed-executor-backend") && !one.hosts[0].vllmServe.includes("--nnodes"));
+    assert.ok(!JSON.stringify(one.commands).includes("ray "), "no Ray at all");
 });
 
 test("plan --json is machine-readable and matches the text", () => {

@@ -43,7 +43,7 @@ test("ray start lines: the head binds its own address, workers point at the head
         "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
     for (const i of [1, 2]) {
         assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
-        assert.match(p.hosts[i].rayLaunch.create, /timeout 120 docker exec spark-vllm-spark-[bc] ray start --address=198\.18\.1\.2:6379/);
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 120 docker exec spark-vllm-spark-[bc] ray start --address=198\.18\.1\.2:6379/);
     }
 });
 
@@ -64,13 +64,13 @@ test("the vllm serve line carries every configured flag, extra args quoted", () 
 
 test("launches are detached, time-limited and have a delete", () => {
     const p = plan(2);
-    const launches = [...p.hosts.map(h => h.rayLaunch), p.vllmLaunch];
+    const launches = [...p.hosts.map(h => h.rayLaunch!), p.vllmLaunch];
     for (const l of launches) {
         assert.ok(l.delete, "every launch has a delete");
         assert.match(l.create, /timeout \d+ /);
     }
     assert.match(p.vllmLaunch.create, /setsid vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null &/);
-    for (const c of [p.rayProbe, p.compat, p.endpointProbe, ...p.hosts.map(h => h.preflight)]) assert.match(c.create, /^timeout \d+ /);
+    for (const c of [p.rayProbe!, p.compat, p.endpointProbe, ...p.hosts.map(h => h.preflight)]) assert.match(c.create, /^timeout \d+ /);
 });
 
 test("the plan is deterministic and independent of object key order", () => {
@@ -88,4 +88,40 @@ test("the tools program holds the diagnosis catalog and compiles as Python", asy
     assert.match(program, /def diagnose\(/);
     assert.match(program, /^SPARK_VLLM_DATA = json\.loads\(".*"\)$/m);
     execFileSync("python3", ["-c", "import ast,sys; ast.parse(sys.stdin.read())"], { input: program });
+});
+
+test("backend mp: one vllm serve per host with vLLM's multi-node flags, --headless on workers, no Ray at all", () => {
+    const p = plan(3, raw => { raw.vllm.backend = "mp"; raw.vllm.tensorParallelSize = 3; });
+    assert.equal(p.backend, "mp");
+    assert.equal(p.rayProbe, undefined);
+    const multi = (rank: number) => ["--nnodes", "3", "--node-rank", String(rank), "--master-addr", "198.18.1.2", "--master-port", "29501"];
+    assert.deepEqual(p.vllmServeArgv.slice(p.vllmServeArgv.indexOf("--nnodes"), p.vllmServeArgv.indexOf("--nnodes") + 8), multi(0));
+    assert.ok(!p.vllmServeArgv.includes("--headless") && !p.vllmServeArgv.includes("--distributed-executor-backend"));
+    for (const i of [1, 2]) {
+        const argv = p.hosts[i].vllmServeArgv!;
+        assert.deepEqual(argv.slice(argv.indexOf("--nnodes"), argv.indexOf("--nnodes") + 9), [...multi(i), "--headless"]);
+        assert.equal(p.hosts[i].rayLaunch, undefined);
+        assert.equal(p.hosts[i].vllmLaunch!.stdin, undefined, "a headless worker serves no API and reads no key");
+        assert.match(p.hosts[i].vllmLaunch!.create, new RegExp(`docker exec spark-vllm-spark-${"abc"[i]} bash -c`));
+    }
+    const all = JSON.stringify(p);
+    assert.ok(!all.includes("ray start"), "no ray start anywhere");
+});
+
+test("one host: plain vllm serve, no Ray, no executor flag, no multi-node flags", () => {
+    const p = plan(1);
+    assert.equal(p.backend, "single");
+    assert.equal(p.rayProbe, undefined);
+    assert.equal(p.hosts[0].rayLaunch, undefined);
+    for (const flag of ["--distributed-executor-backend", "--nnodes", "--headless"]) assert.ok(!p.vllmServeArgv.includes(flag), flag);
+    assert.ok(!JSON.stringify(p).includes("ray start"));
+});
+
+test("memory gate per host: drops the page cache on the host, then checks CUDA's free memory in its container", () => {
+    const p = plan(2);
+    for (const h of p.hosts) {
+        const [flush, check] = h.memoryGate.create.split("\n");
+        assert.match(flush, /^timeout 150 python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py flush-page-cache /);
+        assert.match(check, new RegExp(`^timeout 60 docker exec ${h.container.name} python3 /var/tmp/spark-vllm/spark_vllm_tools.py memory-check .*"gpuMemoryUtilization":0.85`));
+    }
 });

@@ -25,14 +25,15 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("spark-vllm:index:ClusterImage"), 1);
         assert.equal(count("spark-vllm:index:VllmContainer"), hosts);
         assert.equal(count("spark-vllm:index:ModelWeights"), 1);
-        assert.equal(count("spark-vllm:index:RayCluster"), 1);
+        assert.equal(count("spark-vllm:index:RayCluster"), hosts > 1 ? 1 : 0, "one host runs without Ray");
         assert.equal(count("spark-vllm:index:ModelEndpoint"), 1);
         assert.equal(count("pulumi:providers:docker"), hosts);
         assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
         assert.equal(count("docker:index/container:Container"), hosts);
         assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
-        // per host: tools + preflight + weights; head: ray launch + ray probe + compat + vllm launch + probe; workers: launch
-        assert.equal(count("command:remote:Command"), 3 * hosts + 5 + (hosts - 1));
+        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe;
+        // Ray (two or more hosts): head launch, probe and one launch per worker
+        assert.equal(count("command:remote:Command"), 4 * hosts + 3 + (hosts > 1 ? 2 + (hosts - 1) : 0));
         const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
         // Components parent their children: a child's URN type chain names the component.
@@ -87,16 +88,18 @@ test("every launch has a delete that stops what it started", () => {
     }
 });
 
-test("triggers: a vLLM flag changes only the vLLM launch and probe; the image changes containers and everything on them", () => {
+test("triggers: a vLLM flag changes the vLLM launch and the memory gates before it; the image changes containers and everything on them", () => {
     const base = clusterConfig(2);
     const flag = { ...base, "spark-vllm:vllm": { ...(base["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] } };
     const image = { ...base, "spark-vllm:image": "198.18.0.1:5000/vllm-sim:0.17.2@sha256:" + "cd".repeat(32) };
     const a = evaluateWithMocks(base).resources;
     const changed = (other: RecordedResource[]) =>
         other.filter(r => JSON.stringify(r.inputs) !== JSON.stringify(a.find(x => x.name === r.name)?.inputs)).map(r => r.name).sort();
-    assert.deepEqual(changed(evaluateWithMocks(flag).resources), [n.of("vllm-launch")]);
+    // The gates carry the launch text in their triggers: every new launch is preceded by a fresh memory check.
+    assert.deepEqual(changed(evaluateWithMocks(flag).resources), [n.host("spark-a", "memory"), n.host("spark-b", "memory"), n.of("vllm-launch")]);
     assert.deepEqual(changed(evaluateWithMocks(image).resources),
-        ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-b-container", "spark-spark-b-image"]);
+        // The memory gates' flush can fall back to a throw-away container of the image: it names the image.
+        ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-a-memory", "spark-spark-b-container", "spark-spark-b-image", "spark-spark-b-memory"]);
     // Under mocks ids do not change; what carries a replacement downstream is the trigger on the container id:
     for (const name of [n.of("ray-head"), n.of("compat")])
         assert.ok(named(a, name).inputs.triggers.includes("spark-spark-a-container-id"), `${name} is triggered by the head container`);
