@@ -51,7 +51,7 @@ export async function leftovers(sim: Sim): Promise<string[]> {
         // Only this host's processes (its network namespace): other stand-in tests may run on the machine.
         const procs = await sim.exec(h.name, "pgrep -af --ns $$ --nslist net '[v]llm serve|[r]ay start|[_]sim_gcs|[s]erve-weights' || true");
         if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
-        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :18080 )' || true");
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :20080 or sport = :29501 )' || true");
         if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
     }
     return found;

@@ -2,6 +2,7 @@
 import json
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -122,6 +123,20 @@ def failure_report(args, headline, log):
     return lines
 
 
+def concurrent_completions(base, key, model, n):
+    """n one-token completions at once; [(status, body)] in order."""
+    results = [None] * n
+
+    def one(i):
+        results[i] = http("POST", base + "/v1/completions", key, {"model": model, "prompt": "ping %d" % i, "max_tokens": 1}, timeout=60)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
 def endpoint_probe(args):
     key = sys.stdin.readline().strip()
     base = "http://127.0.0.1:%d" % args["port"]
@@ -155,13 +170,17 @@ def endpoint_probe(args):
     names = [m.get("id") for m in json.loads(body).get("data", [])]
     if args["servedName"] not in names:
         fail(["/v1/models lists %s, not %s: check spark-vllm:model.servedName" % (names, args["servedName"])])
-    status, body = http("POST", base + "/v1/completions", key,
-                        {"model": args["servedName"], "prompt": "ping", "max_tokens": 1}, timeout=60)
-    if status != 200:
-        fail(["a one-token completion failed with %s: %s" % (status, body[:300])])
+    # Pipeline parallelism over Ray has failed only once two requests ran at once (vllm-project/vllm#39900):
+    # with PP > 1 the plan asks for two concurrent completions.
+    concurrency = max(1, int(args.get("concurrency", 1)))
+    completions = concurrent_completions(base, key, args["servedName"], concurrency)
+    for status, body in completions:
+        if status != 200:
+            fail(["%s failed with %s: %s" % ("a one-token completion" if concurrency == 1 else
+                                             "one of %d concurrent one-token completions" % concurrency, status, body[:300])])
     _, version = http("GET", base + "/version")
     try:
         version = json.loads(version).get("version")
     except ValueError:
         version = None
-    say(json.dumps({"secondsToReady": ready, "vllmVersion": version, "model": args["servedName"]}, sort_keys=True))
+    say(json.dumps({"secondsToReady": ready, "vllmVersion": version, "model": args["servedName"], "completions": concurrency}, sort_keys=True))

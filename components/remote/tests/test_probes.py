@@ -76,3 +76,31 @@ class Http(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConcurrentCompletions(unittest.TestCase):
+    def test_two_completions_are_in_flight_at_once(self):
+        import http.server
+        import threading
+        from spark_vllm.probes import concurrent_completions
+        both = threading.Barrier(2, timeout=5)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                try:
+                    both.wait()  # answers only once both requests have arrived
+                    code = 200
+                except threading.BrokenBarrierError:
+                    code = 504
+                self.send_response(code)
+                self.end_headers()
+                self.wfile.write(b'{"choices": []}')
+
+            def log_message(self, *a):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        results = concurrent_completions("http://127.0.0.1:%d" % server.server_address[1], "k", "m", 2)
+        self.assertEqual([status for status, _ in results], [200, 200])
