@@ -77,11 +77,11 @@ describe("up, update and destroy on two simulated Sparks", () => {
         assert.equal(actionCount(r), 0);
     });
 
-    test("changing one vLLM flag relaunches only vLLM and its probe", async () => {
+    test("changing one vLLM flag relaunches only vLLM, the memory check before it, and its probe", async () => {
         stack.config["spark-vllm:vllm"] = { ...(stack.config["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] };
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
-        assert.deepEqual(names(r), [N.of("vllm-launch"), N.of("endpoint-probe")]);
+        assert.deepEqual(names(r), [N.of("endpoint-probe"), N.host("spark-a", "memory"), N.host("spark-b", "memory"), N.of("vllm-launch")].sort());
         const log = await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
         assert.match(log.stdout, /--enable-prefix-caching/);
         const models = await http(`http://${sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });

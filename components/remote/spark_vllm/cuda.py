@@ -33,7 +33,11 @@ def kernels_run_on(arch_list, capability):
 # Real PyTorch's words when the driver cannot run the image's CUDA runtime (torch/cuda/__init__.py, _check_driver:
 # "The NVIDIA driver on your system is too old (found version %d)") and CUDA's for a missing kernel
 # (cudaErrorNoKernelImageForDevice: "no kernel image is available for execution on the device").
-DRIVER_TOO_OLD = re.compile(r"driver on your system is too old|CUDA driver version is insufficient for CUDA runtime version")
+# A runtime newer than the driver within one major runs under minor-version compatibility, but its PTX cannot be
+# JIT-compiled (CUDA Compatibility guide: cudaErrorUnsupportedPtxVersion, "the provided PTX was compiled with an
+# unsupported toolchain.").
+DRIVER_TOO_OLD = re.compile(r"driver on your system is too old|CUDA driver version is insufficient for CUDA runtime version"
+                            r"|the provided PTX was compiled with an unsupported toolchain")
 NO_KERNEL = re.compile(r"no kernel image is available for execution on the device")
 
 

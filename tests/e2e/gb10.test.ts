@@ -1,0 +1,148 @@
+// End to end on simulated Sparks (needs root): what a real GB10 cluster needs (issue 11) — the Ray-free mp
+// backend, one host without Ray, the page cache flushed before launch, memory held by something else refused
+// before launch, and images that cannot run here refused by the compatibility check.
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Sim, startSim } from "../sim/hosts";
+import { SimStackOptions, leftovers, simStack as sharedSimStack } from "../sim/stacks";
+import { Report, destroy, up } from "../engine/engine";
+import { resourceNames } from "../../components/naming";
+
+const N = resourceNames();
+
+if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
+
+let sim: Sim;
+let work: string;
+
+before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-gb10-"));
+    sim = await startSim({ hosts: 2 });
+}, { timeout: 900_000 });
+
+after(async () => {
+    await sim?.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, opts);
+
+function failure(r: Report): string {
+    assert.ok(r.error, "up was expected to fail");
+    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
+    return r.error;
+}
+
+async function completion(r: Report): Promise<number> {
+    const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${r.outputs?.apiKey}` },
+        body: JSON.stringify({ model: "qwen3.5-122b", messages: [{ role: "user", content: "hello" }], max_tokens: 4 }),
+        signal: AbortSignal.timeout(10_000),
+    });
+    return res.status;
+}
+
+const launched = (r: Report) => r.ops.filter(o => o.name === N.of("vllm-launch") || o.name === N.of("ray-head") || o.name.endsWith("-ray") || o.name.endsWith("-vllm"));
+
+describe("backends", () => {
+    test("mp: one vllm serve per host, --headless on the worker, no Ray anywhere; up → serve → destroy", async () => {
+        const stack = simStack("mp", { vllm: { backend: "mp" } });
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            assert.equal(await completion(r), 200);
+            const worker = (await sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
+            assert.match(worker, /--nnodes 2 --node-rank 1 --master-addr 198\.18\.0\.2 --master-port 29501 --headless/);
+            const head = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            assert.match(head, /--nnodes 2 --node-rank 0 /);
+            for (const h of ["spark-a", "spark-b"])
+                assert.equal((await sim.exec(h, "pgrep -f 'raylet|gcs_server|ray start' || true")).stdout.trim(), "", `no Ray on ${h}`);
+            assert.ok(!r.ops.some(o => o.name.startsWith(N.of("ray"))), "no Ray resources");
+        } finally {
+            const d = await destroy(stack);
+            assert.deepEqual(d.errors, []);
+            assert.deepEqual(await leftovers(sim), []);
+        }
+    });
+
+    test("one host: plain vllm serve, no Ray, no executor flag; up → serve → destroy", async () => {
+        const stack = simStack("single", { hosts: 1 });
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            assert.equal(await completion(r), 200);
+            const serve = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            assert.ok(serve.includes("vllm serve") && !serve.includes("--distributed-executor-backend") && !serve.includes("--nnodes"), serve);
+            assert.equal((await sim.exec("spark-a", "pgrep -f 'raylet|gcs_server' || true")).stdout.trim(), "", "no Ray");
+        } finally {
+            const d = await destroy(stack);
+            assert.deepEqual(d.errors, []);
+            assert.deepEqual(await leftovers(sim), []);
+        }
+    });
+});
+
+describe("unified memory", () => {
+    test("a page cache that would fail vLLM's start-up check is dropped before launch, and the figures are in the hosts output", async () => {
+        const stack = simStack("page-cache");
+        // 121.69 GiB total - 9.69 at rest - 60 of page cache = 52 GiB free: vLLM asks for 0.85 x 121.69 = 103.44.
+        for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, { page_cache_gib: 60 });
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            assert.equal(await completion(r), 200);
+            const hosts = r.outputs?.hosts as Record<string, { memory: { freeGiB: number; requestedGiB: number; totalGiB: number } }>;
+            for (const h of ["spark-a", "spark-b"]) {
+                const m = hosts[h].memory;
+                console.log(`${h}: ${m.freeGiB} of ${m.totalGiB} GiB free after the flush; vLLM asked for ${m.requestedGiB}`);
+                assert.equal(m.totalGiB, 121.69);
+                assert.ok(m.freeGiB >= m.requestedGiB, `${h}: ${JSON.stringify(m)}`);
+            }
+        } finally {
+            for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, null);
+            await destroy(stack);
+        }
+    });
+
+    test("memory held by something else is refused before any vLLM launch, naming the host, the figures and the fix", async () => {
+        const stack = simStack("held");
+        await sim.setFaults("spark-b", { memory_held_gib: 40 });
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, new RegExp(N.host("spark-b", "memory")));
+            assert.match(error, /spark-b: vLLM will ask for 103\.44 GiB \(gpuMemoryUtilization 0\.85 x 121\.69 GiB total\) but only 72\.00 GiB is free/);
+            assert.match(error, /lower spark-vllm:vllm\.gpuMemoryUtilization to 0\.59 or less/);
+            assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
+        } finally {
+            await sim.setFaults("spark-b", null);
+            await destroy(stack);
+        }
+    });
+});
+
+describe("images that cannot run on a GB10 are refused by the compatibility check, before any launch", () => {
+    const cases: Array<[string, RegExp]> = [
+        ["no-ray", /the image has no Ray \(`import ray` fails.*set spark-vllm:vllm\.backend: mp/],
+        ["no-sm12x", /cannot run on this GPU \(compute capability 12\.1\): no kernels for compute capability 12\.1: the image has sm_50 .*sm_90/],
+        ["cuda-too-new", /the image's CUDA 13\.2 is newer than this host's driver supports .*the provided PTX was compiled with an unsupported toolchain/],
+    ];
+    for (const [tag, expected] of cases)
+        test(`${tag}`, async () => {
+            const stack = simStack(`image-${tag}`, { tag });
+            try {
+                const r = await up(stack);
+                const error = failure(r);
+                assert.match(error, new RegExp(N.of("compat")));
+                assert.match(error, expected);
+                assert.match(error, /known to run on a Spark: /, "names images to use instead");
+                assert.deepEqual(launched(r), [], "nothing launched");
+            } finally {
+                await destroy(stack);
+            }
+        });
+});
