@@ -16,3 +16,4 @@ export const endpoint = cluster.endpoint;
 export const modelName = cluster.modelName;
 export const apiKey = cluster.apiKey;
 export const hosts = cluster.hostFacts;
+export const fabric = cluster.fabric;

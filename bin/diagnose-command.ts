@@ -1,7 +1,8 @@
 // `spark-vllm diagnose FILE|- [--json]`: the root cause of a vLLM log, offline.
 // Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input (bin/cli.ts EXIT).
 import { readFile } from "node:fs/promises";
-import { contextAround, diagnose, normaliseLog } from "../components/diagnosis";
+import { contextAround, normaliseLog } from "../components/diagnosis";
+import { diagnoseWithNccl as diagnose } from "../components/nccl";
 import { EXIT } from "./cli";
 
 const USAGE = "usage: spark-vllm diagnose FILE|- [--json]   (- reads the log from stdin)";
@@ -47,6 +48,7 @@ export async function diagnoseCommand(args: string[]): Promise<number> {
             [
                 `kind: ${found.kind}`,
                 `root cause: ${found.line}`,
+                ...(found.transport ? [`transport: ${found.transport} (what NCCL used)`] : []),
                 `hint: ${found.hint}`,
                 "context:",
                 ...context.map(l => (l.endsWith(found.line) ? `> ${l}` : `  ${l}`)),

@@ -121,6 +121,22 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
             "or one rank died earlier (look for its error above). " + FABRIC,
     },
     {
+        // NCCL 2.28 with HCAs it cannot use prints `NET/IB : No device found.`, then `Using network Socket`, and carries
+        // on over TCP (tests/fixtures/nccl/hca-missing.nccl.log, a real run). Weak: a slower fabric is rarely why a
+        // launch failed. The plan sets NCCL_IB_DISABLE=1 for `hcas: []`, and NCCL then never looks for devices
+        // (src/transport/net_ib.cc), so in our logs the line appears only where IB/RoCE was wanted. components/nccl.ts
+        // (refineNcclDiagnosis) adds the transport NCCL used.
+        kind: "nccl-socket-fallback",
+        patterns: [],
+        weakPatterns: ["NCCL INFO NET/IB : No device found"],
+        hint:
+            "NCCL looked for the IB/RoCE HCAs, found none it could use, and fell back to TCP sockets, which run tensor parallelism " +
+            "many times slower (measured on two GPUs with NCCL 2.28: about 300 GB/s over NVLink, about 4 GB/s over sockets). " +
+            "Check `spark-vllm:hosts[].fabric.hcas` against `ibdev2netdev` on every host (rocep1s0f1 / roceP2p1s0f1 on a Spark), " +
+            "that each HCA is ACTIVE with a RoCE v2 GID carrying an IPv4 address, and that the containers see them " +
+            "(/dev/infiniband, IPC_LOCK, memlock unlimited); `hcas: []` runs over TCP on purpose.",
+    },
+    {
         kind: "nccl-error",
         patterns: ["NCCL error(:| in:) ", "nccl(System|Internal|UnhandledCuda|Remote)Error"],
         weakPatterns: ["NCCL WARN"],

@@ -6,7 +6,9 @@ export * from "./plan";
 export * from "./scripts";
 export { resourceNames, ResourceNames, containerName, CLUSTER } from "./naming";
 export { plannedResources, PlannedResource, PlannedResourcesOptions } from "./resources";
-export { diagnose, Diagnosis, DIAGNOSIS_CATALOG } from "./diagnosis";
+export { Diagnosis, DIAGNOSIS_CATALOG } from "./diagnosis";
+/** The root cause of a vLLM (or NCCL) log: `{ kind, line, hint, transport? }`, or undefined (components/nccl.ts). */
+export { diagnoseWithNccl as diagnose, NcclDiagnosis, parseNcclLog, ncclTransportUsed } from "./nccl";
 export { CATALOG, CatalogModel, findModel, firstVllmVersionFor, supportsArchitecture } from "./catalog";
 export { MemoryPlan, planMemory, renderMemoryPlan } from "./memory";
 export { sameImage, sameWeights, WeightsManifest } from "./checks";

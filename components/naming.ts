@@ -8,11 +8,11 @@
 /** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
 export const CLUSTER = "spark";
 
-export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "ray", "memory", "vllm"] as const;
+export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "fabric", "ray", "memory", "vllm"] as const;
 export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
-    "api-key", "images", "weights", "weights-source", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe",
+    "api-key", "images", "containers", "fabric", "weights", "weights-source", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 

@@ -4,7 +4,7 @@
 //
 // Every line shape below is NCCL's, cited from NVIDIA/nccl at tag v2.28.9-1 and checked against
 // the real logs in tests/fixtures/nccl/ (NCCL 2.28.9, torch 2.11.0 on two H200s; README there).
-import { normaliseLog, type CatalogEntry, type Diagnosis } from "./diagnosis";
+import { DIAGNOSIS_CATALOG, diagnose, normaliseLog, type CatalogEntry, type Diagnosis } from "./diagnosis";
 
 /** One `Channel … via …` line: a connection NCCL set up between two ranks. */
 export interface NcclChannel {
@@ -183,17 +183,7 @@ export function ncclSocketFallback(log: string | NcclLogFacts, opts: { hcasConfi
  * before looking for devices (src/transport/net_ib.cc:677) and never prints the NET/IB line: in our
  * logs it appears only where IB/RoCE was wanted.
  */
-export const NCCL_SOCKET_FALLBACK_ENTRY: CatalogEntry = {
-    kind: "nccl-socket-fallback",
-    patterns: [],
-    weakPatterns: ["NCCL INFO NET/IB : No device found"],
-    hint:
-        "NCCL looked for the IB/RoCE HCAs, found none it could use, and fell back to TCP sockets, which run tensor parallelism " +
-        "many times slower (measured on two GPUs with NCCL 2.28: about 300 GB/s over NVLink, about 4 GB/s over sockets). " +
-        "Check `spark-vllm:hosts[].fabric.hcas` against `ibdev2netdev` on every host (rocep1s0f1 / roceP2p1s0f1 on a Spark), " +
-        "that each HCA is ACTIVE with a RoCE v2 GID carrying an IPv4 address, and that the containers see them " +
-        "(/dev/infiniband, IPC_LOCK, memlock unlimited); `hcas: []` runs over TCP on purpose.",
-};
+export const NCCL_SOCKET_FALLBACK_ENTRY: CatalogEntry = DIAGNOSIS_CATALOG.find(e => e.kind === "nccl-socket-fallback")!;
 
 /** A diagnosis that also names the transport NCCL used, when the log shows it. */
 export type NcclDiagnosis = Diagnosis & { transport?: string };
@@ -279,4 +269,9 @@ export function parseFabricOutput(stdout: string): FabricResult | undefined {
 export function allReduceBusBandwidth(bytes: number, seconds: number, ranks: number): { algbwGBps: number; busbwGBps: number } {
     const algbwGBps = bytes / seconds / 1e9;
     return { algbwGBps, busbwGBps: (algbwGBps * 2 * (ranks - 1)) / ranks };
+}
+
+/** `diagnose()` with NCCL's own words: the bootstrap cause line for `nccl-error`, and the transport NCCL used. */
+export function diagnoseWithNccl(log: string): NcclDiagnosis | undefined {
+    return refineNcclDiagnosis(diagnose(log), log);
 }

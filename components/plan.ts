@@ -65,6 +65,11 @@ export interface HostPlan {
     vllmServeArgv?: string[];
     vllmLaunch?: CommandPlan;
     /**
+     * Two or more hosts, unless `probes.fabric` is false: this host's rank of the NCCL all-reduce across the hosts
+     * (components/remote/spark_vllm/fabric.py), run in its container before any launch. Every rank runs at once.
+     */
+    fabricRank?: CommandPlan;
+    /**
      * Before every vLLM launch: drops the page cache on the host, then compares free memory as CUDA sees it
      * in the container with what vLLM will ask for (unified memory; components/remote/spark_vllm/memory.py).
      */
@@ -324,6 +329,24 @@ function memoryGate(spec: ClusterSpec, host: HostSpec): CommandPlan {
     };
 }
 
+/**
+ * One rank of the fabric check: the image's own PyTorch and NCCL, with exactly the container's environment and
+ * NCCL_DEBUG=INFO; it fails when HCAs are configured but NCCL used sockets (its own lines quoted), or when the ranks
+ * cannot meet. The rendezvous is the head's fabric address on vllm.masterPort, free before any launch.
+ */
+function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPlan {
+    const args = {
+        rank, worldSize: spec.hosts.length, masterAddr: spec.hosts[0].fabric.address, masterPort: spec.vllm.masterPort,
+        host: host.name, hcas: host.fabric.hcas, timeoutSeconds: spec.probes.fabricTimeoutSeconds, logDir: spec.logDir,
+    };
+    const seconds = spec.probes.fabricTimeoutSeconds + 60;
+    return {
+        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)]))),
+        delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)}`,
+        timeoutSeconds: seconds,
+    };
+}
+
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
 export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
     const headSpec = spec.hosts[0];
@@ -342,6 +365,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(containerName(host.name), ray) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
             memoryGate: memoryGate(spec, host),
+            ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
         };
     });
     const head = hosts[0];

@@ -163,7 +163,17 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
             inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
             dependsOn: preflights, replacedBy: [n.of("images")] });
 
-    // 4. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
+    add({ name: n.of("containers"), type: GATE, inputs: {}, replacedBy: hosts.map(h => n.host(h.host.name, "container")) });
+
+    // 4. The fabric, proven before anything launches: one all-reduce rank per host, all at once. Every rank follows
+    // every container (through the gate), so a replaced container re-runs all of them together.
+    const fabric = hosts.filter(h => h.fabricRank).map(h => {
+        const name = n.host(h.host.name, "fabric");
+        command(name, h.host, h.fabricRank!, { dependsOn: [n.host(h.host.name, "container")], replacedBy: [n.of("containers")] });
+        return name;
+    });
+
+    // 5. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
     const container = (h: HostSpec) => n.host(h.name, "container");
     const weights = (h: HostSpec) => n.host(h.name, "weights");
     command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
@@ -175,11 +185,11 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     }
     add({ name: n.of("weights"), type: GATE, inputs: {}, replacedBy: hosts.map(h => weights(h.host)) });
 
-    // 5. The image's vLLM against the model, in seconds, before anything launches.
+    // 6. The image's vLLM against the model, in seconds, before anything launches.
     command(n.of("compat"), head, plan.compat, {
-        dependsOn: [container(head), ...hosts.map(h => weights(h.host))], replacedBy: [container(head), n.of("weights")] });
+        dependsOn: [container(head), ...hosts.map(h => weights(h.host)), ...fabric], replacedBy: [container(head), n.of("weights")] });
 
-    // 6. Ray backend: head, workers, then the probe that waits for every node and GPU.
+    // 7. Ray backend: head, workers, then the probe that waits for every node and GPU.
     const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
     if (plan.backend === "ray") {
         command(n.of("ray-head"), head, plan.head.rayLaunch!, {
@@ -192,7 +202,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
     const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
-    // 7. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
+    // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text is in its
     // triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures a
     // running vLLM's memory.

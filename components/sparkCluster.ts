@@ -11,6 +11,7 @@ import { SparkHost } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
 import { ModelWeights } from "./modelWeights";
+import { FabricCheck } from "./fabricCheck";
 import { RayCluster } from "./rayCluster";
 import { ModelEndpoint } from "./modelEndpoint";
 
@@ -29,7 +30,7 @@ export interface SparkClusterArgs {
 
 /**
  * DGX Sparks serving one model through vLLM: over Ray, vLLM's own multi-node launch (mp), or on one host.
- * Builds its parts in the order they run: hosts → image → containers → weights → compatibility check →
+ * Builds its parts in the order they run: hosts → image → containers → fabric check → weights → compatibility check →
  * Ray (ray backend) → memory gates, vLLM and its probe. Names come from
  * naming.ts; inputs and wiring from resources.ts (the same entries `spark-vllm diff` reads).
  */
@@ -38,6 +39,8 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly hosts: SparkHost[];
     readonly image: ClusterImage;
     readonly containers: VllmContainer[];
+    /** Two or more hosts, unless probes.fabric is false. */
+    readonly fabricCheck?: FabricCheck;
     readonly weights: ModelWeights;
     /** The image's vLLM (and transformers) against the model's architectures, in the head's container. */
     readonly compat: remote.Command;
@@ -48,6 +51,8 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly endpoint: pulumi.Output<string>;
     readonly modelName: pulumi.Output<string>;
     readonly apiKey: pulumi.Output<string>;
+    /** The fabric check's verdict (transport, bus bandwidth per size); undefined with one host or probes.fabric false. */
+    readonly fabric: pulumi.Output<Record<string, unknown> | undefined>;
     /** Preflight facts per host name. */
     readonly hostFacts: pulumi.Output<Record<string, Record<string, unknown>>>;
 
@@ -72,13 +77,16 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
         // 3. One idle container per host.
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
-        // 4. The same weights on every host.
+        wiring.set(names.of("containers"), undefined, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
+        // 4. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
+        if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
+        // 5. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
-        // 5. Does the image's vLLM know the model? Seconds, before anything launches.
+        // 6. Does the image's vLLM know the model? Seconds, before anything launches.
         this.compat = wiring.command(names.of("compat"), parent);
-        // 6. Ray backend: head, workers, every node joined.
+        // 7. Ray backend: head, workers, every node joined.
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
-        // 7. Memory on every host, vLLM, and a completion proven to work.
+        // 8. Memory on every host, vLLM, and a completion proven to work.
         this.model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: this.apiKey }, parent);
 
         this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
@@ -86,6 +94,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         // Preflight facts, and the free memory each host's gate measured before vLLM started.
         this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory)]).apply(([facts, memory]) =>
             Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
-        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts });
+        this.fabric = this.fabricCheck ? this.fabricCheck.result : pulumi.output(undefined);
+        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric });
     }
 }

@@ -95,6 +95,10 @@ export interface ProbeSpec {
     rayTimeoutSeconds: number;
     /** Seconds for vLLM to load and answer; default 1800 (large models load for many minutes). */
     endpointTimeoutSeconds: number;
+    /** Two or more hosts: an NCCL all-reduce across the hosts before any launch; default true. */
+    fabric: boolean;
+    /** Seconds for the fabric check's ranks to meet and finish; default 120. */
+    fabricTimeoutSeconds: number;
 }
 
 export interface ClusterSpec {
@@ -804,10 +808,12 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     ], parsedHosts);
 
     const probes = r.object(root.probes, "probes", false) ?? {};
-    r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds"]);
+    r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds", "fabric", "fabricTimeoutSeconds"]);
     const intervalSeconds = r.integer(probes, "intervalSeconds", "probes", 1, 2, 2);
     const rayTimeoutSeconds = r.integer(probes, "rayTimeoutSeconds", "probes", 5, 3600, 180);
     const endpointTimeoutSeconds = r.integer(probes, "endpointTimeoutSeconds", "probes", 5, 14400, 1800);
+    const fabric = r.boolean(probes, "fabric", "probes", true);
+    const fabricTimeoutSeconds = r.integer(probes, "fabricTimeoutSeconds", "probes", 10, 3600, 120);
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
@@ -826,7 +832,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy, copyPort: copyPort! },
         vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version, backend, masterPort: masterPort! },
         ray: { port: rayPort!, dashboardPort: dashboardPort! },
-        probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds! },
+        probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds!, fabric, fabricTimeoutSeconds: fabricTimeoutSeconds! },
         logDir: logDir!,
         shmSizeMb: shmSizeMb!,
         imageSource: imageSource as ClusterSpec["imageSource"],

@@ -137,7 +137,7 @@ export function rootfsPath(cacheDir: string): string {
 }
 
 export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
-    return hash("registry", BUILD_VERSION, rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH);
+    return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH);
 }
 
 async function umountUnder(dir: string): Promise<void> {
@@ -237,6 +237,9 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
                     "--change", `ENV PATH=${IMAGE_PATH}`,
                     "--change", `ENV PYTHONPATH=${IMAGE_PYTHONPATH}`,
                     "--change", "ENV LANG=C.UTF-8",
+                    // As the nvidia/cuda base images under vLLM's and NGC's images set it (gitlab.com/nvidia/container-images/cuda,
+                    // dist/*/base/Dockerfile: ENV NVIDIA_VISIBLE_DEVICES all): what makes the stand-in torch see the GPU.
+                    "--change", "ENV NVIDIA_VISIBLE_DEVICES=all",
                     "--change", 'CMD ["/bin/bash"]',
                     "--change", `LABEL org.opencontainers.image.title=${IMAGE_REPO} org.opencontainers.image.version=${release.version}`,
                     ctr, ref]);

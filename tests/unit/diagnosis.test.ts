@@ -18,6 +18,7 @@ const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8"
 
 /** Fixture → kind and the start of the root-cause line (the line itself is checked to be a whole log line). */
 const EXPECTED: Record<string, [kind: string, line: string]> = {
+    "nccl-socket-fallback.log": ["nccl-socket-fallback", "vm:941:941 [0] NCCL INFO NET/IB : No device found."],
     "arch-inspect-failed.log": ["arch-inspect-failed", "Value error, Model architectures ['Qwen3_5MoeForConditionalGeneration'] failed to be inspected."],
     "arch-unsupported.log": ["arch-unsupported", "ValueError: Model architectures ['Qwen3_5MoeForConditionalGeneration'] are not supported for now."],
     "transformers-unknown-arch.log": ["transformers-unknown-arch", "ValueError: The checkpoint you are trying to load has model type `qwen3_5_moe`"],

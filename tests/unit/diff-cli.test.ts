@@ -55,7 +55,7 @@ for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "mode
             const rest = triggers.slice(own.length);
             assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
             p.replacedBy.forEach((follows, i) => {
-                if (values.has(follows)) assert.ok(typeof rest[i] === "string" && !String(rest[i]).endsWith("-id"), `${p.name}: ${follows} gives a value`);
+                if (values.has(follows)) assert.ok(typeof rest[i] === "string" && rest[i] !== `${follows}-id`, `${p.name}: ${follows} gives a value`);
                 else assert.equal(rest[i], `${follows}-id`, `${p.name}: follows ${follows}`);
             });
         }
@@ -88,8 +88,8 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
         for (const [change, expected] of Object.entries(changes)) {
             const eq = change.indexOf("=");
             const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
-            // The memory gates (issue 11) came after the recording: they are the only names it cannot hold.
-            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !c.name.endsWith("-memory")).map(c => [c.name, c.op]));
+            // The memory gates (issue 11) and fabric ranks (issue 12) came after the recording: the only names it cannot hold.
+            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !/-(memory|fabric)$/.test(c.name)).map(c => [c.name, c.op]));
             assert.deepEqual(got, Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])), `${stack} with ${change}`);
             cases++;
         }
@@ -117,6 +117,7 @@ function recordedChanges(stack: string, before: Record<string, unknown>, after: 
 }
 
 const GATES = [n.host("spark-a", "memory"), n.host("spark-b", "memory")];
+const RANKS = [n.host("spark-a", "fabric"), n.host("spark-b", "fabric")];
 const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
     ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
@@ -125,10 +126,10 @@ const CHANGES: Array<[string, string, unknown, string[]]> = [
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
         "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),
-        n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
+        n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES, ...RANKS]],
     ["a worker's fabric address", "hosts[1].fabric.address", "192.168.100.12", [
         "spark-spark-b-preflight", "spark-spark-b-container", "spark-spark-b-weights", n.of("compat"), n.host("spark-b", "ray"),
-        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
+        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES, ...RANKS]],
 ];
 
 for (const [label, key, value, replaced] of CHANGES) {
@@ -150,7 +151,7 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
         [...GATES.map(g => [g, ["triggers"]]), [n.of("vllm-launch"), ["create", "triggers"]]]);
     const port = diffPlans(planOf(before), planOf(setPath(before, "hosts[1].ssh.port", 2222)));
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
-        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"],
+        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], [n.host("spark-b", "fabric"), "update"], ["spark-spark-b-weights", "update"],
             [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], ...GATES.map(g => [g, "replace"]),
             [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"]]);
 });

@@ -1,7 +1,7 @@
 // components/nccl.ts over the real NCCL 2.28.9 logs in tests/fixtures/nccl/ (see its README).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -110,8 +110,9 @@ test("refineNcclDiagnosis: nccl-error gets NCCL's cause line instead of torch's 
 
 test("refineNcclDiagnosis: a fall-back with no other cause is nccl-socket-fallback naming the transport", () => {
     const net = fixture("hca-missing-net.nccl.log");
-    assert.equal(diagnose(net), undefined);
-    assert.deepEqual(refineNcclDiagnosis(undefined, net), {
+    // The catalog knows the NET/IB line (a weak pattern, so the Python port finds it too); refining adds the transport.
+    assert.equal(diagnose(net)?.kind, "nccl-socket-fallback");
+    assert.deepEqual(refineNcclDiagnosis(diagnose(net), net), {
         kind: "nccl-socket-fallback",
         line: "vm:1043:1043 [0] NCCL INFO NET/IB : No device found.",
         hint: NCCL_SOCKET_FALLBACK_ENTRY.hint,
@@ -226,4 +227,14 @@ test("the sim's stand-in torch prints NCCL lines this parser reads as it reads t
     } finally {
         rmSync(root, { recursive: true, force: true });
     }
+});
+
+test("spark-vllm diagnose on real NCCL logs: socket fall-back with the NET/IB line and the transport; a missing interface's bootstrap line", () => {
+    const cli = (file: string) => spawnSync(process.execPath, [path.join(__dirname, "..", "..", "bin", "spark-vllm.js"), "diagnose", file], { encoding: "utf8" });
+    const fallback = cli(path.join(__dirname, "..", "fixtures", "nccl", "hca-missing-net.nccl.log"));
+    assert.equal(fallback.status, 0, fallback.stderr);
+    assert.match(fallback.stdout, /^kind: nccl-socket-fallback\nroot cause: .*NCCL INFO NET\/IB : No device found\.\ntransport: NET\/Socket/);
+    const iface = cli(path.join(__dirname, "..", "fixtures", "nccl", "iface-missing.err"));
+    assert.equal(iface.status, 0, iface.stderr);
+    assert.match(iface.stdout, /^kind: nccl-error\nroot cause: .*NCCL WARN Bootstrap : no socket interface found/);
 });

@@ -48,7 +48,10 @@ test("the joined program: every module listed in order, nothing shadowed, determ
     for (const m of [...TOOLS_MODULES, "main"]) assert.ok(program.includes(`\n# ---- spark_vllm/${m}.py\n`), m);
     assert.ok(!/^(?:from|import) +(?:spark_vllm|\.)/m.test(program), "no sibling import left");
     assert.equal(program.match(/^if __name__ == "__main__":/gm)?.length, 1, "only main.py's entry point");
-    const lint = spawnSync("pyflakes3", ["-"], { input: program, encoding: "utf8" });
+    // A file, not stdin: pyflakes3 - cannot read a pipe on every machine ("-: No such file or directory").
+    const joined = path.join(dir, "joined_for_lint.py");
+    fs.writeFileSync(joined, program);
+    const lint = spawnSync("pyflakes3", [joined], { encoding: "utf8" });
     assert.equal(lint.status, 0, `pyflakes3 on the joined program:\n${lint.stdout}${lint.stderr}`);
 });
 

@@ -6,6 +6,7 @@
 #   image-transfer     on the head: copy the image to one worker over the fabric
 #   weights            put the model's weights in place (present, download, copy) and list them
 #   serve-weights      on the head: serve its snapshot to the workers' copies
+#   fabric-check       in the container: one rank of the NCCL all-reduce across the hosts; transport, bus bandwidth
 #   compat             the image's vLLM, transformers, CUDA build and Ray against the model and this GPU
 #   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
 #   memory-check       in the container: free GPU memory against what vLLM will ask for
@@ -19,6 +20,7 @@ import sys
 
 from spark_vllm.common import fail
 from spark_vllm.compat import compat
+from spark_vllm.fabric import fabric_check
 from spark_vllm.images import image_transfer
 from spark_vllm.memory import flush_page_cache, memory_check
 from spark_vllm.preflight import preflight
@@ -31,6 +33,7 @@ COMMANDS = {
     "image-transfer": image_transfer,
     "weights": weights,
     "serve-weights": serve_weights,
+    "fabric-check": fabric_check,
     "compat": compat,
     "flush-page-cache": flush_page_cache,
     "memory-check": memory_check,

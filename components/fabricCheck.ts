@@ -1,0 +1,32 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as remote from "@pulumi/command/remote";
+import { ClusterPlan } from "./plan";
+import { ResourceNames } from "./naming";
+import { Wiring } from "./wiring";
+import { lastJsonLine } from "./sparkHost";
+
+/** @internal Built only by SparkCluster. */
+export interface FabricCheckArgs {
+    plan: ClusterPlan;
+    names: ResourceNames;
+    wiring: Wiring;
+}
+
+/**
+ * @internal The fabric, proven before any Ray or vLLM launch: one NCCL all-reduce rank per host in its container,
+ * all at once (components/remote/spark_vllm/fabric.py). Fails when HCAs are configured but NCCL used sockets.
+ */
+export class FabricCheck extends pulumi.ComponentResource {
+    /** Per host, in plan order. */
+    readonly ranks: remote.Command[];
+    /** The head's (rank 0's) verdict: transport, bus bandwidth per size, NCCL's own lines. */
+    readonly result: pulumi.Output<Record<string, unknown>>;
+
+    constructor(name: string, args: FabricCheckArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("spark-vllm:index:FabricCheck", name, {}, opts);
+        const { plan, names, wiring } = args;
+        this.ranks = plan.hosts.filter(h => h.fabricRank).map(h => wiring.command(names.host(h.host.name, "fabric"), { parent: this }));
+        this.result = this.ranks[0].stdout.apply(lastJsonLine);
+        this.registerOutputs({ fabric: this.result });
+    }
+}
