@@ -337,6 +337,27 @@ function sshdConfig(h: HostState): string {
     ].join("\n");
 }
 
+/**
+ * A RoCE HCA as the kernel's IB core shows it in sysfs (Documentation/ABI/testing/sysfs-class-infiniband): port 1
+ * ACTIVE, link layer Ethernet, a link-local GID and a RoCE v2 GID for the netdev's IPv4 address (IPv4-mapped). The
+ * host's mount namespace lays it over /sys/class (an overlay: the machine's own classes stay visible), so the
+ * preflight's HCA checks pass; what NCCL then makes of it is the stand-in torch's `hca_missing` switch.
+ */
+function writeFakeHca(root: string, hca: string, netdev: string, address: string): void {
+    const port = path.join(root, "sysclass/upper/infiniband", hca, "ports/1");
+    const hex = address.split(".").map(n => Number(n).toString(16).padStart(2, "0"));
+    const files: Record<string, string> = {
+        state: "4: ACTIVE", link_layer: "Ethernet",
+        "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001", "gid_attrs/types/0": "RoCE v2", "gid_attrs/ndevs/0": netdev,
+        "gids/1": `0000:0000:0000:0000:0000:ffff:${hex[0]}${hex[1]}:${hex[2]}${hex[3]}`, "gid_attrs/types/1": "RoCE v2", "gid_attrs/ndevs/1": netdev,
+    };
+    for (const [file, text] of Object.entries(files)) {
+        fs.mkdirSync(path.dirname(path.join(port, file)), { recursive: true });
+        fs.writeFileSync(path.join(port, file), `${text}\n`);
+    }
+    fs.mkdirSync(path.join(root, "sysclass/work"), { recursive: true });
+}
+
 async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Required<Pick<SimOptions, "driver">> & { gpuMemoryGiB: number | null; models: SimModel[] }, pubKey: string): Promise<void> {
     const r = h.root;
     for (const d of ["etc", "bin", "home/.ssh", "home/.cache/huggingface", "run/sshd", "run/lock", "vartmp/spark-vllm",
@@ -350,6 +371,7 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
     fs.symlinkSync("/dev/shm", path.join(r, "run/shm"));
     fs.writeFileSync(path.join(r, "home/.ssh/authorized_keys"), pubKey, { mode: 0o600 });
     await must(["mknod", "-m", "666", path.join(r, "dev/upper/infiniband/uverbs0"), "c", "231", "192"]);
+    writeFakeHca(r, "rocep1s0f1", SIM_FABRIC_INTERFACE, h.address);
     await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", `root@${h.name}`, "-f", path.join(r, "etc/ssh_host_ed25519_key")]);
     fs.writeFileSync(path.join(r, "etc/sshd_config"), sshdConfig(h));
     fs.writeFileSync(path.join(r, "etc/hostname"), `${h.name}\n`);
@@ -402,6 +424,7 @@ for d in pts shm mqueue hugepages; do
   if mountpoint -q "${r}/dev/orig/$d"; then mkdir -p "/dev/$d"; mount --rbind "${r}/dev/orig/$d" "/dev/$d"; fi
 done
 umount -R -l '${r}/dev/orig'
+mount -t overlay overlay -o 'lowerdir=/sys/class,upperdir=${r}/sysclass/upper,workdir=${r}/sysclass/work' /sys/class
 mount --bind '${r}/run' /run
 mount --bind '${r}/home' /root
 mount --bind '${r}/vartmp' /var/tmp

@@ -16,6 +16,8 @@ export interface SimStackOptions {
     /** Fabric netdev on every host; default the sim's. */
     fabricInterface?: string;
     weights?: string;
+    /** RDMA HCAs on every host (the sim's hosts show a RoCE `rocep1s0f1` in sysfs); default [] (TCP). */
+    hcas?: string[];
 }
 
 /** A stack on the simulated hosts: TCP fabric on the sim's interface, this machine's x86 platform. */
@@ -23,7 +25,7 @@ export function simStack(sim: Sim, workDir: string, name: string, opts: SimStack
     const hosts = sim.hosts.slice(0, opts.hosts ?? sim.hosts.length).map(h => ({
         name: h.name,
         ssh: { host: h.address, user: "root" },
-        fabric: { interface: opts.fabricInterface ?? h.fabricInterface, address: h.address, hcas: [] },
+        fabric: { interface: opts.fabricInterface ?? h.fabricInterface, address: h.address, hcas: opts.hcas ?? [] },
         platform: "linux/amd64",
     }));
     return {

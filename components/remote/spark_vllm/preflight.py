@@ -59,17 +59,77 @@ def iface_facts(name, address):
     return parse_iface(name, address, out if code == 0 else None)
 
 
+def ipv4_of_gid(gid):
+    """The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d, as RoCE v2 GIDs of IPv4 addresses are), else None."""
+    parts = gid.strip().lower().split(":")
+    if len(parts) != 8 or parts[:5] != ["0000"] * 5 or parts[5] != "ffff":
+        return None
+    word = int(parts[6], 16) << 16 | int(parts[7], 16)
+    return ".".join(str(word >> s & 255) for s in (24, 16, 8, 0))
+
+
 def hca_facts(hcas, root="/sys/class/infiniband"):
+    """Per HCA and port: state, link layer, RoCE v2 GIDs with an IPv4 address and their netdev. sysfs layout of the
+    kernel's IB core (Documentation/ABI/testing/sysfs-class-infiniband: ports/N/{state,link_layer,gids/M},
+    ports/N/gid_attrs/{types,ndevs}/M)."""
     facts = []
     for hca in hcas:
         ports = "%s/%s/ports" % (root, hca)
-        states = []
+        states, links, roce = [], [], []
         if os.path.isdir(ports):
             for port in sorted(os.listdir(ports)):
-                states.append(read_file("%s/%s/state" % (ports, port)) or "")
-        facts.append({"name": hca, "exists": os.path.isdir(ports),
-                      "active": any("ACTIVE" in s for s in states)})
+                base = "%s/%s" % (ports, port)
+                states.append(read_file(base + "/state") or "")
+                links.append(read_file(base + "/link_layer") or "")
+                gids = base + "/gids"
+                for index in sorted(os.listdir(gids), key=lambda x: int(x) if x.isdigit() else 0) if os.path.isdir(gids) else []:
+                    kind = read_file("%s/gid_attrs/types/%s" % (base, index)) or ""
+                    ip = ipv4_of_gid(read_file("%s/%s" % (gids, index)) or "")
+                    if ip and kind.lower() == "roce v2":
+                        roce.append({"port": int(port), "index": int(index), "address": ip,
+                                     "netdev": read_file("%s/gid_attrs/ndevs/%s" % (base, index))})
+        facts.append({"name": hca, "exists": os.path.isdir(ports), "active": any("ACTIVE" in s for s in states),
+                      "linkLayer": links[0] if links else None, "roceV2Ipv4": roce,
+                      "netdev": roce[0]["netdev"] if roce else None})
     return facts
+
+
+def link_mtu(netdev):
+    code, out, _ = run(["ip", "-j", "link", "show", "dev", netdev])
+    try:
+        return json.loads(out)[0].get("mtu") if code == 0 else None
+    except (ValueError, IndexError):
+        return None
+
+
+def hca_problems(host, hcas, mtu=link_mtu):
+    """One line per problem (naming host, HCA and fix), and warnings. ConnectX-7 twins of one port (rocep1s0f1 /
+    roceP2p1s0f1) must sit on different subnets, NVIDIA's multi-Spark guide; it recommends MTU 9000."""
+    problems, warnings = [], []
+    subnets = {}
+    for hca in hcas:
+        name = hca["name"]
+        if not hca["exists"]:
+            problems.append("%s: HCA %s not found: check spark-vllm:hosts[].fabric.hcas (ibdev2netdev)" % (host, name))
+            continue
+        if not hca["active"]:
+            problems.append("%s: HCA %s is not ACTIVE: check the fabric link" % (host, name))
+        if hca.get("linkLayer") and hca["linkLayer"] != "Ethernet":
+            problems.append("%s: HCA %s has link layer %s, not Ethernet (RoCE): check spark-vllm:hosts[].fabric.hcas"
+                            % (host, name, hca["linkLayer"]))
+        if not hca.get("roceV2Ipv4"):
+            problems.append("%s: HCA %s has no RoCE v2 GID with an IPv4 address, so NCCL cannot use it: give its netdev an "
+                            "IPv4 address (ibdev2netdev shows which netdev)" % (host, name))
+            continue
+        hca["mtu"] = mtu(hca["netdev"]) if hca.get("netdev") else None
+        if hca["mtu"] is not None and hca["mtu"] < 9000:
+            warnings.append("%s: %s (%s) has MTU %d; NVIDIA recommends 9000 for the Spark fabric" % (host, hca["netdev"], name, hca["mtu"]))
+        subnet = ".".join(hca["roceV2Ipv4"][0]["address"].split(".")[:3])
+        if subnet in subnets:
+            problems.append("%s: HCAs %s and %s both sit on %s.0/24: put each ConnectX-7 twin on its own subnet "
+                            "(NVIDIA's multi-Spark guide)" % (host, subnets[subnet], name, subnet))
+        subnets.setdefault(subnet, name)
+    return problems, warnings
 
 
 def parse_meminfo(text):
@@ -116,11 +176,10 @@ def preflight(args):
                         % (host, fabric["interface"], ", ".join(iface["addresses"]) or "no IPv4 address",
                            fabric["address"]))
     hcas = hca_facts(fabric["hcas"])
-    for hca in hcas:
-        if not hca["exists"]:
-            problems.append("%s: HCA %s not found: check spark-vllm:hosts[].fabric.hcas (ibdev2netdev)" % (host, hca["name"]))
-        elif not hca["active"]:
-            problems.append("%s: HCA %s is not ACTIVE: check the fabric link" % (host, hca["name"]))
+    hca_errors, warnings = hca_problems(host, hcas)
+    problems += hca_errors
+    for w in warnings:
+        say("warning: " + w)
     disk = None
     if os.path.isdir(args["cacheDir"]):
         usage = shutil.disk_usage(args["cacheDir"])
@@ -129,7 +188,7 @@ def preflight(args):
         problems.append("%s: model cache directory %s does not exist: create it (mkdir -p) or fix spark-vllm:model.cacheDir"
                         % (host, args["cacheDir"]))
     facts = {"host": host, "arch": machine, "platform": arch, "gpus": gpus, "docker": docker_version,
-             "nvidiaRuntime": nvidia_runtime, "fabric": iface, "hcas": hcas, "disk": disk,
+             "nvidiaRuntime": nvidia_runtime, "fabric": iface, "hcas": hcas, "warnings": warnings, "disk": disk,
              "memory": memory_facts()}
     say(json.dumps(facts, sort_keys=True))
     if problems:

@@ -43,15 +43,43 @@ class Parsing(unittest.TestCase):
 
     def test_hcas_from_sysfs(self):
         with tempfile.TemporaryDirectory() as root:
-            for hca, state in (("rocep1s0f1", "4: ACTIVE"), ("roceP2p1s0f1", "1: DOWN")):
-                os.makedirs(os.path.join(root, hca, "ports", "1"))
-                with open(os.path.join(root, hca, "ports", "1", "state"), "w") as f:
-                    f.write(state + "\n")
-            self.assertEqual(pf.hca_facts(["rocep1s0f1", "roceP2p1s0f1", "mlx5_9"], root=root), [
-                {"name": "rocep1s0f1", "exists": True, "active": True},
-                {"name": "roceP2p1s0f1", "exists": True, "active": False},
-                {"name": "mlx5_9", "exists": False, "active": False},
-            ])
+            for hca, state, gid, netdev in (("rocep1s0f1", "4: ACTIVE", "0000:0000:0000:0000:0000:ffff:c0a8:640a", "enp1s0f1np1"),
+                                            ("roceP2p1s0f1", "1: DOWN", None, None)):
+                port = os.path.join(root, hca, "ports", "1")
+                for d in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+                    os.makedirs(os.path.join(port, d))
+                files = {"state": state, "link_layer": "Ethernet", "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001",
+                         "gid_attrs/types/0": "RoCE v2"}
+                if gid:
+                    files.update({"gids/3": gid, "gid_attrs/types/3": "RoCE v2", "gid_attrs/ndevs/3": netdev,
+                                  "gids/2": gid, "gid_attrs/types/2": "IB/RoCE v1"})
+                for name, text in files.items():
+                    with open(os.path.join(port, name), "w") as f:
+                        f.write(text + "\n")
+            facts = pf.hca_facts(["rocep1s0f1", "roceP2p1s0f1", "mlx5_9"], root=root)
+            self.assertEqual(facts[0], {"name": "rocep1s0f1", "exists": True, "active": True, "linkLayer": "Ethernet",
+                                        "roceV2Ipv4": [{"port": 1, "index": 3, "address": "192.168.100.10", "netdev": "enp1s0f1np1"}],
+                                        "netdev": "enp1s0f1np1"})
+            self.assertEqual((facts[1]["active"], facts[1]["roceV2Ipv4"]), (False, []))
+            self.assertEqual(facts[2]["exists"], False)
+            problems, warnings = pf.hca_problems("spark-a", facts, mtu=lambda netdev: 1500)
+            self.assertEqual(problems, [
+                "spark-a: HCA roceP2p1s0f1 is not ACTIVE: check the fabric link",
+                "spark-a: HCA roceP2p1s0f1 has no RoCE v2 GID with an IPv4 address, so NCCL cannot use it: give its netdev an "
+                "IPv4 address (ibdev2netdev shows which netdev)",
+                "spark-a: HCA mlx5_9 not found: check spark-vllm:hosts[].fabric.hcas (ibdev2netdev)"])
+            self.assertEqual(warnings, ["spark-a: enp1s0f1np1 (rocep1s0f1) has MTU 1500; NVIDIA recommends 9000 for the Spark fabric"])
+
+    def test_twins_on_one_subnet_are_refused(self):
+        twin = lambda name, ip: {"name": name, "exists": True, "active": True, "linkLayer": "Ethernet", "netdev": name + "-nd",
+                                 "roceV2Ipv4": [{"port": 1, "index": 3, "address": ip, "netdev": name + "-nd"}]}
+        problems, _ = pf.hca_problems("spark-a", [twin("rocep1s0f1", "192.168.100.10"), twin("roceP2p1s0f1", "192.168.100.11")],
+                                      mtu=lambda n: 9000)
+        self.assertEqual(problems, ["spark-a: HCAs rocep1s0f1 and roceP2p1s0f1 both sit on 192.168.100.0/24: put each "
+                                    "ConnectX-7 twin on its own subnet (NVIDIA's multi-Spark guide)"])
+        problems, _ = pf.hca_problems("spark-a", [twin("rocep1s0f1", "192.168.100.10"), twin("roceP2p1s0f1", "192.168.101.10")],
+                                      mtu=lambda n: 9000)
+        self.assertEqual(problems, [])
 
 
 class Preflight(unittest.TestCase):

@@ -1,0 +1,92 @@
+// End to end on simulated Sparks (needs root): the fabric proven before any launch (issue 12). The sim's hosts show a
+// RoCE HCA in sysfs (tests/sim/hosts.ts), so the preflight passes; the stand-in torch prints NCCL's lines, copied from
+// real NCCL 2.28 runs (tests/fixtures/nccl), with the fault switches hca_missing and iface_missing.
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Sim, startSim } from "../sim/hosts";
+import { SimStackOptions, simStack as sharedSimStack } from "../sim/stacks";
+import { Report, destroy, up } from "../engine/engine";
+import { resourceNames } from "../../components/naming";
+
+const N = resourceNames();
+
+if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
+
+let sim: Sim;
+let work: string;
+
+before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-fabric-"));
+    sim = await startSim({ hosts: 2 });
+}, { timeout: 900_000 });
+
+after(async () => {
+    await sim?.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, { hcas: ["rocep1s0f1"], ...opts });
+
+function failure(r: Report): string {
+    assert.ok(r.error, "up was expected to fail");
+    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
+    return r.error;
+}
+
+const nothingLaunched = (r: Report) =>
+    assert.ok(!r.ops.some(o => [N.of("compat"), N.of("ray-head"), N.of("vllm-launch")].includes(o.name)), "nothing after the fabric check ran");
+
+describe("fabric check", () => {
+    test("a healthy RoCE fabric passes before any launch and records transport and bus bandwidth in the fabric output", async () => {
+        const stack = simStack("fabric-ok");
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            const fabric = r.outputs?.fabric as { transport: string; busbwGBps: Record<string, number> };
+            console.log(`fabric: ${JSON.stringify({ transport: fabric.transport, busbwGBps: fabric.busbwGBps })}`);
+            assert.equal(fabric.transport, "NET/IB");
+            assert.ok(Object.values(fabric.busbwGBps).every(v => v > 0), JSON.stringify(fabric.busbwGBps));
+            const rank = r.ops.find(o => o.name === N.host("spark-a", "fabric"))!;
+            const ray = r.ops.find(o => o.name === N.of("ray-head"))!;
+            assert.ok(rank.endMs <= ray.startMs, "the fabric check finished before Ray started");
+            const hosts = r.outputs?.hosts as Record<string, { hcas: Array<{ roceV2Ipv4: unknown[] }> }>;
+            assert.equal(hosts["spark-b"].hcas[0].roceV2Ipv4.length, 1, "RoCE facts in the hosts output");
+        } finally {
+            await destroy(stack);
+        }
+    });
+
+    test("a configured HCA NCCL cannot use fails up before any launch, with NCCL's own words and the host", async () => {
+        const stack = simStack("fabric-hca");
+        for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, { hca_missing: true });
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            nothingLaunched(r);
+            assert.match(error, new RegExp(`${N.host("spark-a", "fabric")}|${N.host("spark-b", "fabric")}`));
+            assert.match(error, /NET\/IB : No device found\./);
+            assert.match(error, /Using network Socket/);
+            assert.match(error, /spark-[ab]/);
+        } finally {
+            for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, null);
+            await destroy(stack);
+        }
+    });
+
+    test("a socket interface NCCL cannot find fails with the bootstrap error's cause line", async () => {
+        const stack = simStack("fabric-iface", { hcas: [], probes: { fabricTimeoutSeconds: 20 } });
+        await sim.setFaults("spark-a", { iface_missing: true });
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, /Bootstrap : no socket interface found/);
+            nothingLaunched(r);
+        } finally {
+            await sim.setFaults("spark-a", null);
+            await destroy(stack);
+        }
+    });
+});
