@@ -10,6 +10,7 @@
 export type Quantization = "bf16" | "fp8" | "mxfp4" | "nvfp4" | "int4-gptq" | "int4-autoround";
 export type KvDtype = "bf16" | "fp8";
 
+/** A model we know: architecture, weight bytes, layers and heads for the memory plan, with sources. */
 export interface CatalogModel {
     /** Hugging Face repository id. */
     id: string;
@@ -70,6 +71,7 @@ export const ARCHITECTURES: Record<string, ArchitectureSupport> = {
 
 const GB = 1e9;
 
+/** The known models (estimates are marked); policies and the memory plan read them at preview. */
 export const CATALOG: CatalogModel[] = [
     {
         // [cfg] via vultr/NVIDIA recipe pages: 48 layers (Gated DeltaNet ×3 + full attention ×1 → 12 full),
@@ -172,6 +174,7 @@ export function findModel(id: string): CatalogModel | undefined {
     return BY_ID.get(id.toLowerCase());
 }
 
+/** The first vLLM release that knows an architecture, or undefined when the catalog does not say. */
 export function firstVllmVersionFor(architecture: string): string | undefined {
     return ARCHITECTURES[architecture]?.firstVllm;
 }

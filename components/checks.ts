@@ -20,6 +20,7 @@ export function sameImage(reference: string, byHost: Array<[string, string]>): s
     );
 }
 
+/** The files one host holds for the model, as its weights command lists them. */
 export interface WeightsManifest {
     host: string;
     revision: string;

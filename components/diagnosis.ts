@@ -24,6 +24,7 @@
 //     one printed after them (processes interleave their output);
 //  5. else undefined.
 
+/** The root cause of a failed launch: a stable kind, the line from the log, and what to change. */
 export interface Diagnosis {
     /** Stable slug, e.g. `kv-cache-insufficient`. */
     kind: string;
@@ -62,6 +63,7 @@ const ARCH =
     "set `spark-vllm:image` to an image (pinned by digest, the same on every host) whose vLLM supports the architecture " +
     "in the model's config.json (Qwen3_5MoeForConditionalGeneration is known to vLLM 0.17, not 0.14).";
 
+/** Every diagnosis kind with its patterns and hint; the Python helper reads the same data (toolsProgram.ts). */
 export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
     {
         kind: "arch-inspect-failed",
@@ -351,6 +353,7 @@ function isCode(messages: string[], i: number): boolean {
     return i > 0 && FRAME.test(messages[i - 1]) && !EXCEPTION.test(messages[i]);
 }
 
+/** The root cause in a whole vLLM log (normalised; firm patterns before weak ones; wrappers last), or undefined. */
 export function diagnose(log: string): Diagnosis | undefined {
     const messages = normaliseLog(log).map(messageOf);
     const code = messages.map((_, i) => isCode(messages, i));

@@ -144,6 +144,7 @@ export interface RankRow {
     kvTokens: number;
 }
 
+/** Per-rank memory arithmetic for a spec (weights, KV budget and tokens, headroom, the total it assumed), or why it is unknown. */
 export type MemoryPlan =
     | { kind: "unknown-model"; modelId: string; message: string }
     | {

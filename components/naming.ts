@@ -16,6 +16,7 @@ export const CLUSTER_ROLES = [
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 
+/** Name makers for one cluster (see resourceNames). */
 export interface ResourceNames {
     cluster: string;
     /** A per-host resource or component: `<cluster>-<host>-<role>`; the host's component itself is `<cluster>-<host>`. */
@@ -24,6 +25,7 @@ export interface ResourceNames {
     of(role: ClusterRole): string;
 }
 
+/** The names of one SparkCluster's resources; `cluster` defaults to "spark", the name index.ts gives it. */
 export function resourceNames(cluster: string = CLUSTER): ResourceNames {
     return {
         cluster,

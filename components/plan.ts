@@ -8,6 +8,7 @@ import { containerName } from "./naming";
 
 export { containerName, toolsProgram };
 
+/** A host's part in the cluster: the head (Ray head, API server, rendezvous) or a worker. */
 export type Role = "head" | "worker";
 
 /** What a remote command does; the component makes one remote.Command from it. */
@@ -22,6 +23,7 @@ export interface CommandPlan {
     timeoutSeconds: number;
 }
 
+/** One host's idle container as plain data (resources.ts turns it into docker.Container inputs). */
 export interface ContainerPlan {
     name: string;
     image: string;
@@ -43,6 +45,7 @@ export interface ContainerPlan {
     labels: Array<[string, string]>;
 }
 
+/** Everything that runs on one host, as plain data. */
 export interface HostPlan {
     host: HostSpec;
     role: Role;
@@ -76,6 +79,7 @@ export interface HostPlan {
     memoryGate: CommandPlan;
 }
 
+/** The whole plan: every container, environment, command line and probe as plain data. No Pulumi. */
 export interface ClusterPlan {
     spec: ClusterSpec;
     hosts: HostPlan[];

@@ -65,6 +65,7 @@ interface PlannedCommon {
  */
 export type PlannedResource<T extends PlannedType = PlannedType> = { [K in T]: PlannedCommon & { type: K; inputs: InputsByType[K] } }[T];
 
+/** How the caller builds the cluster, where that changes the resources (every field has a default). */
 export interface PlannedResourcesOptions {
     /** The SparkCluster's name; default "spark" (index.ts). */
     cluster?: string;

@@ -15,6 +15,7 @@ import { FabricCheck } from "./fabricCheck";
 import { RayCluster } from "./rayCluster";
 import { ModelEndpoint } from "./modelEndpoint";
 
+/** What SparkCluster needs: the parsed spec; everything else has a default. */
 export interface SparkClusterArgs {
     /** The validated stack config (from `parseSpec`). */
     spec: ClusterSpec;

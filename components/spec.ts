@@ -1,8 +1,10 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
 
+/** The stack config namespace: every key is `spark-vllm:<key>`. */
 export const CONFIG_NAMESPACE = "spark-vllm";
 
+/** How to reach a host over SSH. */
 export interface SshSpec {
     host: string;
     user: string;
@@ -10,6 +12,7 @@ export interface SshSpec {
     port: number;
 }
 
+/** The host's ConnectX-7 fabric: the interface and address NCCL, Gloo, UCX and Ray use, and the HCAs. */
 export interface FabricSpec {
     /** NCCL/Gloo/UCX/TP socket interface, e.g. enp1s0f1np1. */
     interface: string;
@@ -19,6 +22,7 @@ export interface FabricSpec {
     hcas: string[];
 }
 
+/** One DGX Spark (the first is the head). */
 export interface HostSpec {
     name: string;
     ssh: SshSpec;
@@ -29,6 +33,7 @@ export interface HostSpec {
     platform: string;
 }
 
+/** The image reference, parsed. */
 export interface ImageRef {
     /** The reference as written in config. */
     reference: string;
@@ -39,8 +44,10 @@ export interface ImageRef {
     digest?: string;
 }
 
+/** How weights reach every host: verify only (default), download, or copy from the head. */
 export type WeightsStrategy = "present" | "download" | "head-then-copy";
 
+/** The model and where its weights live. */
 export interface ModelSpec {
     /** Hugging Face repository id. */
     id: string;
@@ -56,6 +63,7 @@ export interface ModelSpec {
     copyPort: number;
 }
 
+/** How vLLM serves the model across the hosts. */
 export interface VllmSpec {
     tensorParallelSize: number;
     /** Default 1. */
@@ -81,6 +89,7 @@ export interface VllmSpec {
     masterPort: number;
 }
 
+/** The Ray cluster (ray backend only). */
 export interface RaySpec {
     /** GCS port on the head; default 6379. */
     port: number;
@@ -88,6 +97,7 @@ export interface RaySpec {
     dashboardPort: number;
 }
 
+/** How long and how often up waits, and whether the fabric check runs. */
 export interface ProbeSpec {
     /** Seconds between polls; default 2. */
     intervalSeconds: number;
@@ -101,6 +111,7 @@ export interface ProbeSpec {
     fabricTimeoutSeconds: number;
 }
 
+/** The validated stack config (parseSpec); every default filled in. */
 export interface ClusterSpec {
     /** The first host is the Ray head. */
     hosts: HostSpec[];
@@ -123,6 +134,7 @@ export interface ClusterSpec {
 /** Raw config values by key (without the namespace), as read from the stack. */
 export type RawConfig = Record<string, unknown>;
 
+/** Every config problem at once, each naming its key path (`spark-vllm:hosts[1].fabric.address: …`). */
 export class SpecError extends Error {
     constructor(public readonly problems: string[]) {
         super(
@@ -276,6 +288,7 @@ function parseConfigText(text: string): unknown {
     }
 }
 
+/** How a stack's config map is read (rawConfigFromStack): every field is optional. */
 export interface StackConfigOptions {
     /** Values are Pulumi's config text (JSON for structured values), as `pulumi up` hands them to the program. */
     text?: boolean;
@@ -406,6 +419,7 @@ const REPO_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const REGISTRY_HOST = /^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
 
+/** The four octets of a dotted IPv4 address, or undefined. */
 export function parseIPv4(s: string): number[] | undefined {
     const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
     if (!m) return undefined;
