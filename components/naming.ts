@@ -2,8 +2,8 @@
 // Components, the offline view (`spark-vllm diff`, the policies' offline verdicts) and the tests all
 // ask this module; nothing else templates a name. Pure: no Pulumi.
 //
-// Shape: cluster-wide resources are `<cluster>-<role>`, per-host ones `<cluster>-<host>-<role>`. Host
-// roles and cluster roles are disjoint words, so no host name can make two names equal.
+// Shape: cluster-wide resources are `<cluster>-<role>`, per-host ones `<cluster>-<host>-<role>`. No cluster
+// role ends with a host role, so no host name can make two names equal (tests/unit/naming.test.ts).
 
 /** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
 export const CLUSTER = "spark";
