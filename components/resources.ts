@@ -166,15 +166,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
 
     add({ name: n.of("containers"), type: GATE, inputs: {}, replacedBy: hosts.map(h => n.host(h.host.name, "container")) });
 
-    // 4. The fabric, proven before anything launches: one all-reduce rank per host, all at once. Every rank follows
-    // every container (through the gate), so a replaced container re-runs all of them together.
-    const fabric = hosts.filter(h => h.fabricRank).map(h => {
-        const name = n.host(h.host.name, "fabric");
-        command(name, h.host, h.fabricRank!, { dependsOn: [n.host(h.host.name, "container")], replacedBy: [n.of("containers")] });
-        return name;
-    });
-
-    // 5. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
+    // 4. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
     const container = (h: HostSpec) => n.host(h.name, "container");
     const weights = (h: HostSpec) => n.host(h.name, "weights");
     command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
@@ -186,15 +178,24 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     }
     add({ name: n.of("weights"), type: GATE, inputs: {}, replacedBy: hosts.map(h => weights(h.host)) });
 
-    // 6. The image's vLLM against the model, in seconds, before anything launches.
+    // 5. The image's vLLM against the model, in seconds, before anything launches.
     command(n.of("compat"), head, plan.compat, {
-        dependsOn: [container(head), ...hosts.map(h => weights(h.host)), ...fabric], replacedBy: [container(head), n.of("weights")] });
+        dependsOn: [container(head), ...hosts.map(h => weights(h.host))], replacedBy: [container(head), n.of("weights")] });
+
+    // 6. The fabric, proven before anything launches: one all-reduce rank per host, all at once, after the compat
+    // check (an image that cannot run here gets its clear verdict there, not a CUDA error from the all-reduce). Every rank follows
+    // every container (through the gate), so a replaced container re-runs all of them together.
+    const fabric = hosts.filter(h => h.fabricRank).map(h => {
+        const name = n.host(h.host.name, "fabric");
+        command(name, h.host, h.fabricRank!, { dependsOn: [n.host(h.host.name, "container"), n.of("compat")], replacedBy: [n.of("containers")] });
+        return name;
+    });
 
     // 7. Ray backend: head, workers, then the probe that waits for every node and GPU.
     const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
     if (plan.backend === "ray") {
         command(n.of("ray-head"), head, plan.head.rayLaunch!, {
-            triggers: launch(head), dependsOn: [container(head), n.of("compat")], replacedBy: [container(head)] });
+            triggers: launch(head), dependsOn: [container(head), n.of("compat"), ...fabric], replacedBy: [container(head)] });
         for (const w of workers)
             command(n.host(w.host.name, "ray"), w.host, w.rayLaunch!, {
                 triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head")] });
@@ -210,7 +211,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const memory = hosts.map(h => n.host(h.host.name, "memory"));
     hosts.forEach((h, i) => command(memory[i], h.host, h.memoryGate, {
         triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])],
-        dependsOn: [container(h.host), n.of("compat"), ...(plan.backend === "ray" ? [formed] : [])],
+        dependsOn: [container(h.host), n.of("compat"), ...(h.fabricRank ? [n.host(h.host.name, "fabric")] : []), ...(plan.backend === "ray" ? [formed] : [])],
         replacedBy: [...new Set([container(h.host), formed]), n.of("api-key")], deleteBeforeReplace: true }));
     command(n.of("vllm-launch"), head, plan.vllmLaunch, {
         triggers: launch(head), dependsOn: [formed, n.of("compat"), ...memory], replacedBy: [formed, n.of("api-key"), ...memory] });

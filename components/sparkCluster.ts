@@ -31,7 +31,7 @@ export interface SparkClusterArgs {
 
 /**
  * DGX Sparks serving one model through vLLM: over Ray, vLLM's own multi-node launch (mp), or on one host.
- * Builds its parts in the order they run: hosts → image → containers → fabric check → weights → compatibility check →
+ * Builds its parts in the order they run: hosts → image → containers → weights → compatibility check → fabric check →
  * Ray (ray backend) → memory gates, vLLM and its probe. Names come from
  * naming.ts; inputs and wiring from resources.ts (the same entries `spark-vllm diff` reads).
  */
@@ -79,12 +79,12 @@ export class SparkCluster extends pulumi.ComponentResource {
         // 3. One idle container per host.
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
         wiring.set(names.of("containers"), undefined, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
-        // 4. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
-        if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
-        // 5. The same weights on every host.
+        // 4. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
-        // 6. Does the image's vLLM know the model? Seconds, before anything launches.
+        // 5. Does the image's vLLM know the model? Seconds, before anything launches.
         this.compat = wiring.command(names.of("compat"), parent);
+        // 6. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
+        if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
         // 7. Ray backend: head, workers, every node joined.
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
         // 8. Memory on every host, vLLM, and a completion proven to work.

@@ -60,7 +60,7 @@ describe("backends", () => {
             const head = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.match(head, /--nnodes 2 --node-rank 0 /);
             for (const h of ["spark-a", "spark-b"])
-                assert.equal((await sim.exec(h, "pgrep -f 'raylet|gcs_server|ray start' || true")).stdout.trim(), "", `no Ray on ${h}`);
+                assert.equal((await sim.exec(h, "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
             assert.ok(!r.ops.some(o => o.name.startsWith(N.of("ray"))), "no Ray resources");
         } finally {
             const d = await destroy(stack);
@@ -77,7 +77,7 @@ describe("backends", () => {
             assert.equal(await completion(r), 200);
             const serve = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.ok(serve.includes("vllm serve") && !serve.includes("--distributed-executor-backend") && !serve.includes("--nnodes"), serve);
-            assert.equal((await sim.exec("spark-a", "pgrep -f 'raylet|gcs_server' || true")).stdout.trim(), "", "no Ray");
+            assert.equal((await sim.exec("spark-a", "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
         } finally {
             const d = await destroy(stack);
             assert.deepEqual(d.errors, []);

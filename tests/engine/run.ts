@@ -170,6 +170,14 @@ async function main(): Promise<void> {
     const request: Request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
     const engine = new Engine(loadState(request.statePath), request.statePath, request.transport);
     const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0, startedAt: engine.t0 };
+    // As the Pulumi CLI's runner does (@pulumi/pulumi cmd/run/run.js: process.on("unhandledRejection", uncaughtHandler)):
+    // a failed resource's rejected promise that nothing awaited is logged once as an error, not a crash.
+    const uncaught = (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!engine.errors.some(e => message.includes(e) || e.includes(message))) engine.errors.push(message);
+    };
+    process.on("unhandledRejection", uncaught);
+    process.on("uncaughtException", uncaught);
     const t0 = Date.now();
     if (request.mode === "destroy") {
         await engine.deleteUnseen();

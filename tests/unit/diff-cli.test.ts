@@ -151,7 +151,7 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
         [...GATES.map(g => [g, ["triggers"]]), [n.of("vllm-launch"), ["create", "triggers"]]]);
     const port = diffPlans(planOf(before), planOf(setPath(before, "hosts[1].ssh.port", 2222)));
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
-        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], [n.host("spark-b", "fabric"), "update"], ["spark-spark-b-weights", "update"],
+        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"], [n.host("spark-b", "fabric"), "update"],
             [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], ...GATES.map(g => [g, "replace"]),
             [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"]]);
 });
