@@ -124,6 +124,12 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
         // Ray's memory monitor misreads unified memory and kills workers during load.
         ["RAY_memory_monitor_refresh_ms", "0"],
         ["SPARK_VLLM_HOST", host.name],
+        // Compile caches kept on the host, inside the mounted HF cache, so a relaunch or a second `up` loads instead
+        // of compiling again: vLLM's torch.compile cache (VLLM_CACHE_ROOT, vllm/envs.py), Triton's
+        // (TRITON_CACHE_DIR, triton/runtime/cache.py) and Inductor's (TORCHINDUCTOR_CACHE_DIR, torch/_inductor).
+        ["VLLM_CACHE_ROOT", `${spec.model.cacheDir}/spark-vllm-compile/vllm`],
+        ["TRITON_CACHE_DIR", `${spec.model.cacheDir}/spark-vllm-compile/triton`],
+        ["TORCHINDUCTOR_CACHE_DIR", `${spec.model.cacheDir}/spark-vllm-compile/inductor`],
     );
     return env;
 }
@@ -142,6 +148,8 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): Container
             { name: "stack", soft: 67108864, hard: 67108864 },
         ],
         capabilities: ["IPC_LOCK"],
+        // Moot while ipcMode is host: /dev/shm is then the host's and Docker ignores --shm-size (docker run reference,
+        // --ipc). Kept so the container is still sound if IPC is ever made private (Docker's default is only 64 MB).
         shmSizeMb: spec.shmSizeMb,
         networkMode: "host",
         ipcMode: "host",

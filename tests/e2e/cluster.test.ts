@@ -84,6 +84,8 @@ describe("up, update and destroy on two simulated Sparks", () => {
         assert.deepEqual(names(r), [N.of("endpoint-probe"), N.host("spark-a", "memory"), N.host("spark-b", "memory"), N.of("vllm-launch")].sort());
         const log = await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
         assert.match(log.stdout, /--enable-prefix-caching/);
+        // The relaunch found the first launch's torch.compile cache on the host (VLLM_CACHE_ROOT in the HF cache).
+        assert.match(log.stdout, /Directly load the compiled graph/);
         const models = await http(`http://${sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });
         assert.equal(models.status, 200, "the relaunched server keeps the same API key");
     });

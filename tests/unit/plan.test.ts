@@ -125,3 +125,13 @@ test("memory gate per host: drops the page cache on the host, then checks CUDA's
         assert.match(check, new RegExp(`^timeout 60 docker exec ${h.container.name} python3 /var/tmp/spark-vllm/spark_vllm_tools.py memory-check .*"gpuMemoryUtilization":0.85`));
     }
 });
+
+test("compile caches live on the host, inside the mounted HF cache, so a relaunch does not compile again", () => {
+    const p = plan(2);
+    for (const h of p.hosts) {
+        const env = Object.fromEntries(h.container.env);
+        assert.equal(env.VLLM_CACHE_ROOT, "/root/.cache/huggingface/spark-vllm-compile/vllm");
+        assert.ok(h.container.mounts.some(m => env.VLLM_CACHE_ROOT.startsWith(m.hostPath + "/")), "under a mounted host directory");
+        assert.match(env.TRITON_CACHE_DIR, /spark-vllm-compile\/triton$/);
+    }
+});
