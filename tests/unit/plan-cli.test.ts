@@ -140,3 +140,19 @@ test("exit codes are distinct: 0 done, 2 usage, 3 config, 4 mandatory policy; th
     for (const line of [/^ {2}0 {2}done/m, /^ {2}1 {2}diagnose: no known root cause/m, /^ {2}2 {2}usage error/m, /^ {2}3 {2}config error/m, /^ {2}4 {2}a mandatory policy fails/m])
         assert.match(usage.stderr, line);
 });
+
+test("every multi-host stack runs the fabric check after the compat check and before any Ray or vLLM launch; one host has none", () => {
+    for (const stack of ["spark", "spark-mp", "llama-70b", "qwen3-235b-4x", "gpt-oss-120b"]) {
+        const r = cli(["plan", "--stack", stack, "--json"]);
+        assert.equal(r.status, 0, r.stderr);
+        const order: string[] = JSON.parse(r.stdout).commands.map((c: { name: string }) => c.name);
+        const ranks = order.filter(n => n.endsWith("-fabric"));
+        const launches = order.filter(n => n === "spark-ray-head" || n.endsWith("-ray") || n === "spark-vllm-launch" || n.endsWith("-vllm") || n.endsWith("-memory"));
+        if (stack === "gpt-oss-120b") { assert.deepEqual(ranks, [], "one host: no fabric check"); continue; }
+        const hosts = JSON.parse(r.stdout).hosts.length;
+        assert.equal(ranks.length, hosts, `${stack}: one rank per host`);
+        const lastRank = Math.max(...ranks.map(n => order.indexOf(n)));
+        assert.ok(order.indexOf("spark-compat") < Math.min(...ranks.map(n => order.indexOf(n))), `${stack}: compat first`);
+        assert.ok(launches.every(n => order.indexOf(n) > lastRank), `${stack}: ${order.join(" ")}`);
+    }
+});
