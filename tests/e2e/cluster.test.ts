@@ -1,12 +1,10 @@
 // End to end: the real program on simulated Sparks (needs root: network namespaces, dockerd, sshd).
 // Each scenario runs `up`/`destroy` through the test engine against real sshd and dockerd.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { Sim, startSim } from "../sim/hosts";
-import { SimStackOptions, leftovers as simLeftovers, simStack as sharedSimStack } from "../sim/stacks";
+import { SimStackOptions, leftovers as simLeftovers } from "../sim/stacks";
+import { failure, simSuite } from "./suite";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
@@ -14,30 +12,9 @@ const N = resourceNames();
 /** Commands that start a process: the Ray head, a Ray worker, vLLM. */
 const isLaunch = (name: string) => name === N.of("ray-head") || name === N.of("vllm-launch") || name.endsWith("-ray");
 
-if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
-
-let sim: Sim;
-let work: string;
-
-before(async () => {
-    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-"));
-    sim = await startSim({ hosts: 2 });
-}, { timeout: 900_000 });
-
-after(async () => {
-    await sim?.stop();
-    fs.rmSync(work, { recursive: true, force: true });
-}, { timeout: 300_000 });
-
-const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, opts);
-const leftovers = () => simLeftovers(sim);
-
-/** The failed up's error, printed so CI logs show what a user would read. */
-function failure(r: Report): string {
-    assert.ok(r.error, "up was expected to fail");
-    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
-    return r.error;
-}
+const suite = simSuite("e2e");
+const simStack = (name: string, opts: SimStackOptions = {}) => suite.stack(name, opts);
+const leftovers = () => simLeftovers(suite.sim);
 
 const names = (r: Report, kind?: string) => changes(r).filter(o => !kind || o.op === kind).map(o => o.name).sort();
 
@@ -55,7 +32,7 @@ describe("up, update and destroy on two simulated Sparks", () => {
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
         apiKey = r.outputs?.apiKey as string;
-        assert.equal(r.outputs?.endpoint, `http://${sim.hosts[0].address}:8000/v1`);
+        assert.equal(r.outputs?.endpoint, `http://${suite.sim.hosts[0].address}:8000/v1`);
         assert.equal(r.outputs?.modelName, "qwen3.5-122b");
         const facts = r.outputs?.hosts as Record<string, any>;
         assert.equal(facts["spark-b"].fabric.hasAddress, true);
@@ -82,11 +59,11 @@ describe("up, update and destroy on two simulated Sparks", () => {
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
         assert.deepEqual(names(r), [N.of("endpoint-probe"), N.host("spark-a", "memory"), N.host("spark-b", "memory"), N.of("vllm-launch")].sort());
-        const log = await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
+        const log = await suite.sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
         assert.match(log.stdout, /--enable-prefix-caching/);
         // The relaunch found the first launch's torch.compile cache on the host (VLLM_CACHE_ROOT in the HF cache).
         assert.match(log.stdout, /Directly load the compiled graph/);
-        const models = await http(`http://${sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });
+        const models = await http(`http://${suite.sim.hosts[0].address}:8000/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } });
         assert.equal(models.status, 200, "the relaunched server keeps the same API key");
     });
 
@@ -96,7 +73,7 @@ describe("up, update and destroy on two simulated Sparks", () => {
         const stop = r.ops.find(o => o.op === "delete" && o.name === N.of("vllm-launch"));
         assert.ok(stop && stop.actions === 1, "the vLLM launch's delete ran");
         // vLLM was stopped by its delete (SIGTERM, clean shutdown), not killed with its container.
-        const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+        const log = (await suite.sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
         assert.match(log, /Shutting down/);
         assert.deepEqual(await leftovers(), []);
         assert.deepEqual(JSON.parse(fs.readFileSync(stack.statePath, "utf8")).resources, {});
@@ -126,7 +103,7 @@ describe("failures stop up with the cause", () => {
 
     test("a crash during load fails up within seconds of the crash, with the root-cause line", async () => {
         const stack = simStack("crash");
-        await sim.setFaults("spark-a", { load_seconds: 30, crash_after_seconds: 6 });
+        await suite.sim.setFaults("spark-a", { load_seconds: 30, crash_after_seconds: 6 });
         try {
             const r = await up(stack);
             const error = failure(r);
@@ -134,42 +111,42 @@ describe("failures stop up with the cause", () => {
             assert.match(error, /kind: cuda-error/);
             assert.match(error, /root cause: RuntimeError: CUDA error: an illegal memory access was encountered/);
             assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log/);
-            const log = (await sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+            const log = (await suite.sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
             const crashAt = Number(/SIM_CRASH_AT (\d+\.\d+)/.exec(log)?.[1]) * 1000;
             const probe = r.ops.find(o => o.name === N.of("endpoint-probe") && o.failed)!;
             const delay = (r.startedAt + probe.endMs - crashAt) / 1000;
             console.log(`crash reported ${delay.toFixed(2)} s after the crash`);
             assert.ok(delay >= 0 && delay < 3, `reported ${delay} s after the crash`);
         } finally {
-            await sim.setFaults("spark-a", null);
+            await suite.sim.setFaults("spark-a", null);
             await destroy(stack);
         }
     });
 
     test("a hang is reported at the timeout with context from the log", async () => {
         const stack = simStack("hang", { probes: { endpointTimeoutSeconds: 8 } });
-        await sim.setFaults("spark-a", { nccl_hang: true });
+        await suite.sim.setFaults("spark-a", { nccl_hang: true });
         try {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /did not become healthy within 8 s/);
             assert.match(error, /full log: spark-a:\/var\/tmp\/spark-vllm\/vllm-serve\.log|last lines:/);
         } finally {
-            await sim.setFaults("spark-a", null);
+            await suite.sim.setFaults("spark-a", null);
             await destroy(stack);
         }
     });
 
     test("a worker host that is down fails up with an error naming that host", async () => {
         const stack = simStack("host-down");
-        await sim.setHostDown("spark-b", true);
+        await suite.sim.setHostDown("spark-b", true);
         try {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /spark-b/);
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
-            await sim.setHostDown("spark-b", false);
+            await suite.sim.setHostDown("spark-b", false);
             await destroy(stack);
         }
         assert.deepEqual(await leftovers(), []);
@@ -177,21 +154,21 @@ describe("failures stop up with the cause", () => {
 
     test("a worker that cannot join Ray is named in the error", async () => {
         const stack = simStack("no-join");
-        await sim.setFaults("spark-b", { ray_join_refused: true });
+        await suite.sim.setFaults("spark-b", { ray_join_refused: true });
         try {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, new RegExp(N.host("spark-b", "ray")));
             assert.match(error, /Unable to connect to GCS at 198\.18\.0\.2:6379/);
         } finally {
-            await sim.setFaults("spark-b", null);
+            await suite.sim.setFaults("spark-b", null);
             await destroy(stack);
         }
     });
 
     test("a worker that joins Ray on the wrong address is named, with its fabric address, when the Ray probe times out", async () => {
         const stack = simStack("wrong-node-ip", { probes: { rayTimeoutSeconds: 8 } });
-        await sim.setFaults("spark-b", { node_ip_override: "198.18.0.250" });
+        await suite.sim.setFaults("spark-b", { node_ip_override: "198.18.0.250" });
         try {
             const r = await up(stack);
             const error = failure(r);
@@ -201,14 +178,14 @@ describe("failures stop up with the cause", () => {
             assert.match(error, /a node joined from 198\.18\.0\.250 \(1 GPU\), which is no host's fabric address/);
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
-            await sim.setFaults("spark-b", null);
+            await suite.sim.setFaults("spark-b", null);
             await destroy(stack);
         }
     });
 
     test("a fabric interface that is down fails preflight naming the host and the fix", async () => {
         // A second fabric netdev on each host (a veth whose peer stays in the host); spark-b's stays down.
-        const addNetdev = (host: string, address: string, up: boolean) => sim.exec(host,
+        const addNetdev = (host: string, address: string, up: boolean) => suite.sim.exec(host,
             `ip link add enP2p1s0f1np1 type veth peer name fabric-peer && ip addr add ${address}/24 dev enP2p1s0f1np1` +
             (up ? " && ip link set fabric-peer up && ip link set enP2p1s0f1np1 up" : ""));
         await addNetdev("spark-a", "198.19.0.2", true);
@@ -222,49 +199,49 @@ describe("failures stop up with the cause", () => {
             assert.ok(!r.ops.some(o => o.type === "docker:index/container:Container"), "no container started");
         } finally {
             await destroy(stack);
-            for (const h of ["spark-a", "spark-b"]) await sim.exec(h, "ip link del enP2p1s0f1np1 || true");
+            for (const h of ["spark-a", "spark-b"]) await suite.sim.exec(h, "ip link del enP2p1s0f1np1 || true");
         }
     });
 });
 
 describe("one image everywhere", () => {
     test("a host holding a stale image under the configured tag stops every container, naming both digests", async () => {
-        const tagRef = `${sim.registry}/vllm-sim:0.17.1`;
+        const tagRef = `${suite.sim.registry}/vllm-sim:0.17.1`;
         // spark-b built or pulled an older image under the same tag earlier; the tag is not pinned by digest.
-        await sim.docker("spark-b", ["pull", sim.images["0.14.0"]]);
-        await sim.docker("spark-b", ["tag", sim.images["0.14.0"], tagRef]);
+        await suite.sim.docker("spark-b", ["pull", suite.sim.images["0.14.0"]]);
+        await suite.sim.docker("spark-b", ["tag", suite.sim.images["0.14.0"], tagRef]);
         const stack = simStack("stale-image", { image: tagRef });
         try {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1/);
-            assert.ok(error.includes(`spark-a: ${sim.images["0.17.1"]}`), "names spark-a's digest");
-            assert.ok(error.includes(`spark-b: ${sim.images["0.14.0"]}`), "names spark-b's digest");
+            assert.ok(error.includes(`spark-a: ${suite.sim.images["0.17.1"]}`), "names spark-a's digest");
+            assert.ok(error.includes(`spark-b: ${suite.sim.images["0.14.0"]}`), "names spark-b's digest");
             assert.ok(!r.ops.some(o => o.type === "docker:index/container:Container"), "no container started");
         } finally {
             await destroy(stack);
-            await sim.docker("spark-b", ["rmi", tagRef, sim.images["0.14.0"]]);
+            await suite.sim.docker("spark-b", ["rmi", tagRef, suite.sim.images["0.14.0"]]);
         }
     });
 
     test("imageSource head: an image built only on the head reaches the worker over the fabric and serves", async () => {
         const local = "spark-vllm-local/vllm:dev";
-        await sim.docker("spark-a", ["pull", sim.images["0.17.1"]]);
-        await sim.docker("spark-a", ["tag", sim.images["0.17.1"], local]);
+        await suite.sim.docker("spark-a", ["pull", suite.sim.images["0.17.1"]]);
+        await suite.sim.docker("spark-a", ["tag", suite.sim.images["0.17.1"], local]);
         // The head reaches the workers over SSH with a key, as a Spark pair set up for NCCL does.
-        await sim.exec("spark-a", `mkdir -p /root/.ssh && cp ${sim.sshKeyFile} /root/.ssh/id_ed25519 && chmod 600 /root/.ssh/id_ed25519 && cp ${sim.knownHostsFile} /root/.ssh/known_hosts`);
+        await suite.sim.exec("spark-a", `mkdir -p /root/.ssh && cp ${suite.sim.sshKeyFile} /root/.ssh/id_ed25519 && chmod 600 /root/.ssh/id_ed25519 && cp ${suite.sim.knownHostsFile} /root/.ssh/known_hosts`);
         const stack = simStack("from-head", { image: local });
         stack.config["spark-vllm:imageSource"] = "head";
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            const ids = await Promise.all(["spark-a", "spark-b"].map(h => sim.docker(h, ["image", "inspect", "--format", "{{.Id}}", local])));
+            const ids = await Promise.all(["spark-a", "spark-b"].map(h => suite.sim.docker(h, ["image", "inspect", "--format", "{{.Id}}", local])));
             assert.equal(ids[1].stdout.trim(), ids[0].stdout.trim(), "the worker holds the head's image");
             assert.ok(!r.ops.some(o => o.type === "docker:index/remoteImage:RemoteImage"), "no registry pull");
         } finally {
             await destroy(stack);
-            for (const h of ["spark-a", "spark-b"]) await sim.docker(h, ["rmi", local]);
-            await sim.exec("spark-a", "rm -rf /root/.ssh/id_ed25519");
+            for (const h of ["spark-a", "spark-b"]) await suite.sim.docker(h, ["rmi", local]);
+            await suite.sim.exec("spark-a", "rm -rf /root/.ssh/id_ed25519");
         }
     });
 });
@@ -275,7 +252,7 @@ describe("model weights on every host", () => {
 
     test("a host missing a weights file fails before any launch, naming the host and the file", async () => {
         const stack = simStack("missing-weights");
-        await sim.removeModelFile("spark-b", MODEL, SHARD);
+        await suite.sim.removeModelFile("spark-b", MODEL, SHARD);
         try {
             const r = await up(stack);
             const error = failure(r);
@@ -284,22 +261,22 @@ describe("model weights on every host", () => {
             assert.ok(!r.ops.some(o => isLaunch(o.name) || o.name === N.of("compat")), "nothing launched");
         } finally {
             await destroy(stack);
-            await sim.writeModel("spark-b", sim.models[0]);
+            await suite.sim.writeModel("spark-b", suite.sim.models[0]);
         }
     });
 
     test("head-then-copy copies the head's weights to a worker that lacks them, then serves", async () => {
         const stack = simStack("copy", { weights: "head-then-copy" });
-        await sim.exec("spark-b", `rm -rf /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8`);
+        await suite.sim.exec("spark-b", `rm -rf /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8`);
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            const worker = (await sim.exec("spark-b", "find /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8 -type f -name '*.safetensors' | wc -l")).stdout.trim();
+            const worker = (await suite.sim.exec("spark-b", "find /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8 -type f -name '*.safetensors' | wc -l")).stdout.trim();
             assert.equal(worker, "1");
             assert.ok(r.ops.some(o => o.name === "spark-weights-source"), "the head served its weights");
         } finally {
             await destroy(stack);
-            await sim.writeModel("spark-b", sim.models[0]);
+            await suite.sim.writeModel("spark-b", suite.sim.models[0]);
         }
         assert.deepEqual(await leftovers(), []);
     });

@@ -1,40 +1,17 @@
 // End to end on simulated Sparks (needs root): the fabric proven before any launch (issue 12). The sim's hosts show a
 // RoCE HCA in sysfs (tests/sim/hosts.ts), so the preflight passes; the stand-in torch prints NCCL's lines, copied from
 // real NCCL 2.28 runs (tests/fixtures/nccl), with the fault switches hca_missing and iface_missing.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { Sim, startSim } from "../sim/hosts";
-import { SimStackOptions, simStack as sharedSimStack } from "../sim/stacks";
+import { SimStackOptions } from "../sim/stacks";
+import { failure, simSuite } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
 const N = resourceNames();
 
-if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
-
-let sim: Sim;
-let work: string;
-
-before(async () => {
-    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-fabric-"));
-    sim = await startSim({ hosts: 2 });
-}, { timeout: 900_000 });
-
-after(async () => {
-    await sim?.stop();
-    fs.rmSync(work, { recursive: true, force: true });
-}, { timeout: 300_000 });
-
-const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, { hcas: ["rocep1s0f1"], ...opts });
-
-function failure(r: Report): string {
-    assert.ok(r.error, "up was expected to fail");
-    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
-    return r.error;
-}
+const suite = simSuite("e2e-fabric", { hcas: ["rocep1s0f1"] });
+const simStack = (name: string, opts: SimStackOptions = {}) => suite.stack(name, opts);
 
 const nothingLaunched = (r: Report) =>
     assert.ok(!r.ops.some(o => [N.of("ray-head"), N.of("vllm-launch")].includes(o.name) || /-memory$/.test(o.name)), "nothing after the fabric check ran");
@@ -61,7 +38,7 @@ describe("fabric check", () => {
 
     test("a configured HCA NCCL cannot use fails up before any launch, with NCCL's own words and the host", async () => {
         const stack = simStack("fabric-hca");
-        for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, { hca_missing: true });
+        for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, { hca_missing: true });
         try {
             const r = await up(stack);
             const error = failure(r);
@@ -71,14 +48,14 @@ describe("fabric check", () => {
             assert.match(error, /Using network Socket/);
             assert.match(error, /spark-[ab]/);
         } finally {
-            for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, null);
+            for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, null);
             await destroy(stack);
         }
     });
 
     test("a socket interface NCCL cannot find fails with the bootstrap error's cause line", async () => {
         const stack = simStack("fabric-iface", { hcas: [], probes: { fabricTimeoutSeconds: 20 } });
-        await sim.setFaults("spark-a", { iface_missing: true });
+        await suite.sim.setFaults("spark-a", { iface_missing: true });
         try {
             const r = await up(stack);
             failure(r);
@@ -90,7 +67,7 @@ describe("fabric check", () => {
             assert.match(head, /spark-a/);
             nothingLaunched(r);
         } finally {
-            await sim.setFaults("spark-a", null);
+            await suite.sim.setFaults("spark-a", null);
             await destroy(stack);
         }
     });

@@ -1,40 +1,17 @@
 // End to end on simulated Sparks (needs root): what a real GB10 cluster needs (issue 11) — the Ray-free mp
 // backend, one host without Ray, the page cache flushed before launch, memory held by something else refused
 // before launch, and images that cannot run here refused by the compatibility check.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { Sim, startSim } from "../sim/hosts";
-import { SimStackOptions, leftovers, simStack as sharedSimStack } from "../sim/stacks";
+import { SimStackOptions, leftovers } from "../sim/stacks";
+import { failure, simSuite } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
 const N = resourceNames();
 
-if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
-
-let sim: Sim;
-let work: string;
-
-before(async () => {
-    work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-e2e-gb10-"));
-    sim = await startSim({ hosts: 2 });
-}, { timeout: 900_000 });
-
-after(async () => {
-    await sim?.stop();
-    fs.rmSync(work, { recursive: true, force: true });
-}, { timeout: 300_000 });
-
-const simStack = (name: string, opts: SimStackOptions = {}) => sharedSimStack(sim, work, name, opts);
-
-function failure(r: Report): string {
-    assert.ok(r.error, "up was expected to fail");
-    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
-    return r.error;
-}
+const suite = simSuite("e2e-gb10", {});
+const simStack = (name: string, opts: SimStackOptions = {}) => suite.stack(name, opts);
 
 async function completion(r: Report): Promise<number> {
     const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
@@ -55,17 +32,17 @@ describe("backends", () => {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
             assert.equal(await completion(r), 200);
-            const worker = (await sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
+            const worker = (await suite.sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
             assert.match(worker, /--nnodes 2 --node-rank 1 --master-addr 198\.18\.0\.2 --master-port 29501 --headless/);
-            const head = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            const head = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.match(head, /--nnodes 2 --node-rank 0 /);
             for (const h of ["spark-a", "spark-b"])
-                assert.equal((await sim.exec(h, "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
+                assert.equal((await suite.sim.exec(h, "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
             assert.ok(!r.ops.some(o => o.name.startsWith(N.of("ray"))), "no Ray resources");
         } finally {
             const d = await destroy(stack);
             assert.deepEqual(d.errors, []);
-            assert.deepEqual(await leftovers(sim), []);
+            assert.deepEqual(await leftovers(suite.sim), []);
         }
     });
 
@@ -75,13 +52,13 @@ describe("backends", () => {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
             assert.equal(await completion(r), 200);
-            const serve = (await sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            const serve = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.ok(serve.includes("vllm serve") && !serve.includes("--distributed-executor-backend") && !serve.includes("--nnodes"), serve);
-            assert.equal((await sim.exec("spark-a", "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
+            assert.equal((await suite.sim.exec("spark-a", "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
         } finally {
             const d = await destroy(stack);
             assert.deepEqual(d.errors, []);
-            assert.deepEqual(await leftovers(sim), []);
+            assert.deepEqual(await leftovers(suite.sim), []);
         }
     });
 });
@@ -90,7 +67,7 @@ describe("unified memory", () => {
     test("a page cache that would fail vLLM's start-up check is dropped before launch, and the figures are in the hosts output", async () => {
         const stack = simStack("page-cache");
         // 121.69 GiB total - 9.69 at rest - 60 of page cache = 52 GiB free: vLLM asks for 0.85 x 121.69 = 103.44.
-        for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, { page_cache_gib: 60 });
+        for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, { page_cache_gib: 60 });
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
@@ -103,14 +80,14 @@ describe("unified memory", () => {
                 assert.ok(m.freeGiB >= m.requestedGiB, `${h}: ${JSON.stringify(m)}`);
             }
         } finally {
-            for (const h of ["spark-a", "spark-b"]) await sim.setFaults(h, null);
+            for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, null);
             await destroy(stack);
         }
     });
 
     test("memory held by something else is refused before any vLLM launch, naming the host, the figures and the fix", async () => {
         const stack = simStack("held");
-        await sim.setFaults("spark-b", { memory_held_gib: 40 });
+        await suite.sim.setFaults("spark-b", { memory_held_gib: 40 });
         try {
             const r = await up(stack);
             const error = failure(r);
@@ -119,7 +96,7 @@ describe("unified memory", () => {
             assert.match(error, /lower spark-vllm:vllm\.gpuMemoryUtilization to 0\.59 or less/);
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
-            await sim.setFaults("spark-b", null);
+            await suite.sim.setFaults("spark-b", null);
             await destroy(stack);
         }
     });

@@ -1,0 +1,45 @@
+// What every end-to-end file shares: root, two simulated Sparks for the file's tests (started before, stopped after),
+// its stacks in a temporary directory, and how an expected failure is printed.
+import { after, before } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Sim, startSim } from "../sim/hosts";
+import { SimStackOptions, simStack } from "../sim/stacks";
+import type { Report, Stack } from "../engine/engine";
+
+export interface SimSuite {
+    readonly sim: Sim;
+    /** A stack on this file's simulated hosts (tests/sim/stacks.ts), with `defaults` under `opts`. */
+    stack(name: string, opts?: SimStackOptions): Stack;
+}
+
+/** Registers the file's before/after hooks; the sim is there once `before` has run. */
+export function simSuite(prefix: string, defaults: SimStackOptions = {}): SimSuite {
+    if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
+    let sim: Sim | undefined;
+    let work = "";
+    before(async () => {
+        work = fs.mkdtempSync(path.join(os.tmpdir(), `spark-vllm-${prefix}-`));
+        sim = await startSim({ hosts: 2 });
+    }, { timeout: 900_000 });
+    after(async () => {
+        await sim?.stop();
+        fs.rmSync(work, { recursive: true, force: true });
+    }, { timeout: 300_000 });
+    return {
+        get sim() {
+            assert.ok(sim, "the simulated hosts are not up");
+            return sim;
+        },
+        stack: (name, opts = {}) => simStack(sim!, work, name, { ...defaults, ...opts }),
+    };
+}
+
+/** The failed up's error, printed so CI logs show what a user would read. */
+export function failure(r: Report): string {
+    assert.ok(r.error, "up was expected to fail");
+    console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
+    return r.error;
+}
