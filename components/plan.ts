@@ -177,11 +177,28 @@ function json(value: unknown): string {
     return JSON.stringify(value);
 }
 
+/**
+ * Writes the helper program, which the SSH user and container root then run, into logDir. The default logDir sits in
+ * world-writable /var/tmp, so a local user who made it first could replace the program: logDir must be the SSH
+ * user's own and not writable by others (else refused, naming the owner and the fix), is made private (700), and
+ * the program goes in under a name mktemp picks, then renamed over the old one (a planted file or link is replaced,
+ * never written through).
+ */
 function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { content: string } {
     const dir = shq(spec.logDir);
+    const refuse = (why: string) => `{ echo ${shq(`spark-vllm: ${spec.logDir} `)}"${why}"${shq(`; remove it or set spark-vllm:logDir to a directory of your own`)} >&2; exit 1; }`;
     return {
         content,
-        create: script([`mkdir -p ${dir}`, `cat > ${shq(toolsPath(spec))}.tmp`, `mv -f ${shq(toolsPath(spec))}.tmp ${shq(toolsPath(spec))}`]),
+        create: script([
+            "umask 077",
+            `mkdir -p ${dir} || exit 1`,
+            `owner=$(stat -c %u ${dir}) && mode=$(stat -c %A ${dir}) || exit 1`,
+            `[ "$owner" = "$(id -u)" ] || ${refuse("is owned by uid $owner, not by $(id -un): another user could replace the programs spark-vllm runs there")}`,
+            `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
+            `chmod 700 ${dir} || exit 1`,
+            `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
+            `cat > "$tmp" && chmod 755 "$tmp" && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+        ]),
         delete: `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
     };

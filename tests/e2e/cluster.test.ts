@@ -202,6 +202,23 @@ describe("failures stop up with the cause", () => {
             for (const h of ["spark-a", "spark-b"]) await suite.sim.exec(h, "ip link del enP2p1s0f1np1 || true");
         }
     });
+
+    test("a logDir another local user created first is refused before anything runs there, naming the owner and the fix", async () => {
+        const stack = simStack("logdir");
+        // What an attacker on the host does: make /var/tmp/spark-vllm first, to plant the helper program there.
+        await suite.sim.exec("spark-b", "chown 4242 /var/tmp/spark-vllm");
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            assert.match(error, new RegExp(N.host("spark-b", "tools")));
+            assert.match(error, /spark-vllm: \/var\/tmp\/spark-vllm is owned by uid 4242, not by root: another user could replace the programs spark-vllm runs there; remove it or set spark-vllm:logDir/);
+            assert.ok(!r.ops.some(o => o.name === N.host("spark-b", "preflight")), "nothing ran from that directory");
+            assert.equal((await suite.sim.exec("spark-b", "ls -A /var/tmp/spark-vllm | grep spark_vllm_tools || true")).stdout.trim(), "", "the helper program was not written into it");
+        } finally {
+            await suite.sim.exec("spark-b", "chown 0 /var/tmp/spark-vllm");
+            await destroy(stack);
+        }
+    });
 });
 
 describe("one image everywhere", () => {

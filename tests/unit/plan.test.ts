@@ -1,5 +1,9 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { toolsProgram } from "../../components/toolsProgram";
@@ -133,5 +137,25 @@ test("compile caches live on the host, inside the mounted HF cache, so a relaunc
         assert.equal(env.VLLM_CACHE_ROOT, "/root/.cache/huggingface/spark-vllm-compile/vllm");
         assert.ok(h.container.mounts.some(m => env.VLLM_CACHE_ROOT.startsWith(m.hostPath + "/")), "under a mounted host directory");
         assert.match(env.TRITON_CACHE_DIR, /spark-vllm-compile\/triton$/);
+    }
+});
+
+test("the helper program goes into a private logDir under a mktemp name; a logDir others can write is refused", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-logdir-"));
+    try {
+        const logDir = path.join(dir, "logs");
+        const p = plan(2, raw => { raw.logDir = logDir; });
+        const run = () => spawnSync("bash", ["-c", p.hosts[0].tools.create], { input: "print('helper')\n", encoding: "utf8" });
+        const ok = run();
+        assert.equal(ok.status, 0, ok.stderr);
+        assert.equal(fs.statSync(logDir).mode & 0o777, 0o700, "logDir is private");
+        assert.equal(fs.readFileSync(path.join(logDir, "spark_vllm_tools.py"), "utf8"), "print('helper')\n");
+        assert.deepEqual(fs.readdirSync(logDir), ["spark_vllm_tools.py"], "no temporary file left");
+        fs.chmodSync(logDir, 0o777);
+        const open = run();
+        assert.equal(open.status, 1);
+        assert.match(open.stderr, new RegExp(`spark-vllm: ${logDir} is writable by others \\(drwxrwxrwx\\): files in it could have been planted; remove it or set spark-vllm:logDir`));
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
     }
 });
