@@ -36,7 +36,12 @@ export class ModelWeights extends pulumi.ComponentResource {
         const head = weights(0);
         if (plan.weightsSource) wiring.command(names.of("weights-source"), { parent: this });
         this.commands = [head, ...plan.hosts.slice(1).map((_, i) => weights(i + 1))];
-        const manifests = this.commands.map(c => c.stdout.apply(out => lastJsonLine(out) as unknown as WeightsManifest));
+        const manifests = this.commands.map((c, i) => c.stdout.apply(out => {
+            const m = lastJsonLine(out);
+            if (typeof m.files !== "object" || m.files === null)
+                throw new Error(`the weights command on ${plan.hosts[i].host.name} printed no file manifest as its last line: ${String(out).trim().split("\n").pop()?.slice(0, 200)}`);
+            return m as unknown as WeightsManifest;
+        }));
         this.agreed = pulumi.all(manifests).apply(ms => sameWeights(plan.spec.model.id, ms));
         wiring.set(names.of("weights"), undefined, this.agreed);
         this.registerOutputs({ weights: this.agreed });

@@ -1,3 +1,5 @@
+import * as assert from "node:assert/strict";
+import { SpecError, parseSpec } from "../components/spec";
 // Stack configs for tests: test hosts only (198.18.0.0/15), never real machines.
 export function hostConfig(i: number, gpus = 1) {
     const name = `spark-${String.fromCharCode(97 + i)}`;
@@ -24,4 +26,15 @@ export function clusterConfig(n: number, opts: { tp?: number; pp?: number } = {}
 /** The same config as raw values without the namespace, as parseSpec takes it. */
 export function rawConfig(n: number, opts: { tp?: number; pp?: number } = {}): Record<string, any> {
     return Object.fromEntries(Object.entries(clusterConfig(n, opts)).map(([k, v]) => [k.replace("spark-vllm:", ""), v]));
+}
+
+/** Every problem parseSpec reports for a raw config; fails the test when the config is accepted. */
+export function specProblems(raw: Record<string, unknown>): string[] {
+    try {
+        parseSpec(raw);
+    } catch (e) {
+        assert.ok(e instanceof SpecError, `expected SpecError, got ${e}`);
+        return e.problems;
+    }
+    assert.fail("expected the config to be rejected");
 }

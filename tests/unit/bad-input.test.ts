@@ -2,17 +2,9 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { LIMITS, MAX_ARG_STRLEN, SpecError, commandLengthProblem, parseSpec, show, vllmOptionOf } from "../../components/spec";
-import { rawConfig } from "../fixtures";
+import { rawConfig, specProblems } from "../fixtures";
 
-function problems(raw: Record<string, unknown>): string[] {
-    try {
-        parseSpec(raw);
-    } catch (e) {
-        assert.ok(e instanceof SpecError, `expected SpecError, got ${e}`);
-        return e.problems;
-    }
-    assert.fail("expected the config to be rejected");
-}
+const problems = specProblems;
 
 const withArgs = (...extraArgs: string[]) => {
     const raw = rawConfig(2);

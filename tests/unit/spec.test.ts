@@ -1,17 +1,9 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseImageRef, parseSpec, SpecError } from "../../components/spec";
-import { rawConfig } from "../fixtures";
+import { parseImageRef, parseSpec } from "../../components/spec";
+import { rawConfig, specProblems } from "../fixtures";
 
-function problems(raw: Record<string, unknown>): string[] {
-    try {
-        parseSpec(raw);
-    } catch (e) {
-        assert.ok(e instanceof SpecError, `expected SpecError, got ${e}`);
-        return e.problems;
-    }
-    assert.fail("expected the config to be rejected");
-}
+const problems = specProblems;
 
 test("a valid config gets the documented defaults", () => {
     const raw = rawConfig(2);

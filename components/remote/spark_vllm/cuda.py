@@ -32,7 +32,9 @@ def kernels_run_on(arch_list, capability):
 
 # Real PyTorch's words when the driver cannot run the image's CUDA runtime (torch/cuda/__init__.py, _check_driver:
 # "The NVIDIA driver on your system is too old (found version %d)") and CUDA's for a missing kernel
-# (cudaErrorNoKernelImageForDevice: "no kernel image is available for execution on the device").
+# (cudaErrorNoKernelImageForDevice: "no kernel image is available for execution on the device"); a runtime newer than
+# the driver's major: cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version"
+# (CUDA Runtime API, cudaGetErrorString).
 # A runtime newer than the driver within one major runs under minor-version compatibility, but its PTX cannot be
 # JIT-compiled (CUDA Compatibility guide: cudaErrorUnsupportedPtxVersion, "the provided PTX was compiled with an
 # unsupported toolchain.").

@@ -1,6 +1,6 @@
 # The memory gate before every vLLM launch. A Spark's GPU memory is the system's (128 GB unified): right after
 # 60-120 GB of weights were read, the page cache holds most of it and vLLM's start-up check (free >= utilization
-# x total, vllm/v1/worker/gpu_worker.py: "Free memory on device ... on startup is less than desired GPU memory
+# x total, vllm/v1/worker/utils.py request_memory, called from gpu_worker.py: "Free memory on device ... on startup is less than desired GPU memory
 # utilization") refuses to start. NVIDIA's vLLM playbook flushes the cache first (NVIDIA/dgx-spark-playbooks
 # nvidia/vllm/README.md: `sync; echo 3 > /proc/sys/vm/drop_caches`); so do we, then measure as CUDA sees it.
 import json
