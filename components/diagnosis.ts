@@ -246,6 +246,26 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
             "with `--enforce-eager` in `spark-vllm:vllm.extraArgs` to rule out CUDA graphs.",
     },
     {
+        // vllm/v1/executor/ray_utils.py assert_ray_available (v0.11+: "Failed to import Ray: {err}.Please install Ray
+        // with `pip install ray`."; earlier vllm/executor/ray_utils.py: "Failed to import Ray, please install Ray ...").
+        kind: "ray-missing",
+        patterns: ["Failed to import Ray[:,] "],
+        hint:
+            "The image's vLLM cannot import Ray, which `spark-vllm:vllm.backend: ray` needs (vLLM images dropped Ray from " +
+            "0.18): set `spark-vllm:vllm.backend` to `mp` (vLLM 0.11.0 or newer), or use an image that ships Ray.",
+    },
+    {
+        // torch/csrc/distributed/c10d/TCPStore.cpp TCPStore::waitForWorkers: the store on the head gave up on the ranks
+        // that never connected ("Timed out after {} seconds waiting for clients. {}/{} clients joined.").
+        kind: "rendezvous-timeout",
+        patterns: ["Timed out after [0-9]+ seconds waiting for clients\\. [0-9]+/[0-9]+ clients joined"],
+        hint:
+            "The head waited for every host's vLLM to join its rendezvous and some never did: a worker's vLLM died first " +
+            "(its own log on that host has the root cause), or it cannot reach the head's fabric address on " +
+            "`spark-vllm:vllm.masterPort` (a firewall, or a wrong `hosts[].fabric.address`). Fix that, then run `pulumi up` " +
+            "again: it relaunches every host together.",
+    },
+    {
         kind: "unknown-engine-failure",
         wrapper: true,
         patterns: [

@@ -38,11 +38,16 @@ const EXPECTED: Record<string, [kind: string, line: string]> = {
     "tp-divisibility.log": ["tp-divisibility", "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."],
     "cuda-kernel-image.log": ["cuda-kernel-image", "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
     "cuda-error.log": ["cuda-error", "RuntimeError: CUDA error: an illegal memory access was encountered"],
+    "ray-missing.log": ["ray-missing", "ValueError: Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`."],
+    "rendezvous-timeout.log": ["rendezvous-timeout", "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined."],
     "unknown-engine-failure.log": ["unknown-engine-failure", "AssertionError: expert map has 0 local experts on rank 1 (expected 64)"],
 };
 
 /** One line each, in the real wording, for the patterns the fixtures do not exercise. */
 const SAMPLES: [kind: string, line: string][] = [
+    ["ray-missing", "ValueError: Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`."],
+    ["ray-missing", "ValueError: Failed to import Ray, please install Ray with `pip install ray`."],
+    ["rendezvous-timeout", "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined."],
     ["kv-cache-insufficient", "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (12345). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."],
     ["kv-cache-insufficient", "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (4.21 GiB)."],
     ["startup-free-memory", "ValueError: Free memory on device (61.05/119.7 GiB) on startup is less than desired GPU memory utilization (0.52, 62.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."],
