@@ -1,7 +1,7 @@
 // spec → plan: every container, environment, command line and probe as plain data.
 // Pure and deterministic: no Pulumi, no clock, no randomness. Components consume it.
 import { ClusterSpec, HostSpec } from "./spec";
-import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, script, shq, stopByPidFile, withTimeout } from "./scripts";
+import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, pidFromFile, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { findModel } from "./catalog";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
@@ -331,7 +331,7 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
         ...(serves ? ["IFS= read -r VLLM_API_KEY", "export VLLM_API_KEY"] : []),
         ...stop,
         ...detachedLaunch(argv, log, pidFile),
-        `echo "vllm serve started, pid $(cat ${shq(pidFile)}), log ${shq(log)} on ${shq(host.name)}"`,
+        `echo "vllm serve started, pid ${pidFromFile(pidFile)}, log ${shq(log)} on ${shq(host.name)}"`,
     ]);
     return {
         create: withTimeout(90, dockerExecScript(container, body, { stdin: serves })),

@@ -39,28 +39,44 @@ export function ifContainerRunning(container: string, command: string): string {
     return `if [ "$(docker inspect -f '{{.State.Running}}' ${shq(container)} 2>/dev/null)" = true ]; then ${command}; fi`;
 }
 
+// A pid alone does not name a process: pids are reused, and the pid file sits in logDir, which outlives the
+// container (a replaced container numbers its processes from 1 again). The file therefore holds the pid and the
+// process's start time, field 22 of /proc/PID/stat (proc(5): "starttime", clock ticks since boot; unchanged by
+// exec). Fields are read after the last ")" because field 2, the command name, may contain spaces and ")".
+const START_TIME = (pid: string) => `sed 's/.*) //' /proc/${pid}/stat 2>/dev/null | cut -d' ' -f20`;
+
 /**
  * Starts ARGV fully detached (own session, all three streams redirected) with its output
- * in LOG and its pid in PIDFILE; the previous log is kept as LOG.prev.
+ * in LOG and its pid and start time in PIDFILE; the previous log is kept as LOG.prev.
  */
 export function detachedLaunch(argv: readonly string[], log: string, pidFile: string): string[] {
     return [
         `if [ -f ${shq(log)} ]; then mv -f ${shq(log)} ${shq(`${log}.prev`)}; fi`,
         `setsid ${argvLine(argv)} > ${shq(log)} 2>&1 < /dev/null &`,
-        `echo $! > ${shq(pidFile)}`,
+        `echo "$! $(${START_TIME("$!")})" > ${shq(pidFile)}`,
     ];
 }
 
-/** Stops the process in PIDFILE: TERM, up to GRACE seconds, then KILL. Succeeds when nothing runs. */
+/** The pid in PIDFILE, for messages (the file also holds the start time). */
+export function pidFromFile(pidFile: string): string {
+    return `$(cut -d' ' -f1 ${shq(pidFile)})`;
+}
+
+/**
+ * Stops the process PIDFILE names: TERM to its session, up to GRACE seconds, then KILL. Only when the pid still
+ * is the process that was started (same start time): a stale file never signals an unrelated process. Succeeds when
+ * nothing runs.
+ */
 export function stopByPidFile(pidFile: string, graceSeconds: number): string[] {
     const pf = shq(pidFile);
     return [
         `if [ -f ${pf} ]; then`,
-        `  pid=$(cat ${pf})`,
-        `  if kill -0 "$pid" 2>/dev/null; then`,
+        `  read -r pid started < ${pf} || true`,
+        `  case "$pid" in ''|*[!0-9]*) pid= ;; esac`,
+        `  if [ -n "$pid" ] && [ -n "$started" ] && [ "$(${START_TIME('"$pid"')})" = "$started" ]; then`,
         `    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true`,
-        `    i=0; while kill -0 "$pid" 2>/dev/null && [ $i -lt ${graceSeconds} ]; do sleep 1; i=$((i+1)); done`,
-        `    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true`,
+        `    i=0; while [ "$(${START_TIME('"$pid"')})" = "$started" ] && [ $i -lt ${graceSeconds} ]; do sleep 1; i=$((i+1)); done`,
+        `    if [ "$(${START_TIME('"$pid"')})" = "$started" ]; then kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; fi`,
         `  fi`,
         `  rm -f ${pf}`,
         `fi`,

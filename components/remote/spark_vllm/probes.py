@@ -85,14 +85,24 @@ def stat_state(stat):
     return stat.rsplit(")", 1)[1].split()[0]
 
 
+def stat_start_time(stat):
+    """Field 22 of a /proc/PID/stat line, the start time in clock ticks since boot (proc(5))."""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
 def process_state(pid_file, proc="/proc"):
-    pid = read_file(pid_file)
-    if not pid or not pid.isdigit():
+    """(pid, state) of the process a launch recorded as "PID STARTTIME" (components/scripts.ts detachedLaunch).
+    A pid whose start time differs is another process that reused the number: the launched one has exited."""
+    parts = (read_file(pid_file) or "").split()
+    if not parts or not parts[0].isdigit():
         return None, "no pid file"
-    stat = read_file("%s/%s/stat" % (proc, pid))
-    if stat is None:
-        return int(pid), "exited"
-    return int(pid), "exited" if stat_state(stat) in ("Z", "X") else "running"
+    pid = int(parts[0])
+    stat = read_file("%s/%d/stat" % (proc, pid))
+    if stat is None or stat_state(stat) in ("Z", "X"):
+        return pid, "exited"
+    if len(parts) > 1 and stat_start_time(stat) != parts[1]:
+        return pid, "exited"
+    return pid, "running"
 
 
 def http(method, url, key=None, body=None, timeout=5):

@@ -39,6 +39,15 @@ class ProcessState(unittest.TestCase):
         self.write(self.pid_file, str(os.getpid()))
         self.assertEqual(probes.process_state(self.pid_file), (os.getpid(), "running"))
 
+    def test_a_reused_pid_with_another_start_time_is_not_the_launched_process(self):
+        stat = "456 (vllm serve (x)) S 1 456 456 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 1\n"
+        self.write(os.path.join(self.proc, "456", "stat"), stat)
+        self.assertEqual(probes.stat_start_time(stat), "987654")
+        self.write(self.pid_file, "456 987654\n")
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (456, "running"))
+        self.write(self.pid_file, "456 111\n")
+        self.assertEqual(probes.process_state(self.pid_file, self.proc), (456, "exited"))
+
 
 class Logs(unittest.TestCase):
     def test_last_progress_is_the_latest_known_step(self):
