@@ -13,12 +13,15 @@ export const EXIT = {
     config: 3,
     /** A mandatory policy fails. */
     policy: 4,
+    /** status: the cluster is not serving (a host unreachable, a container or process down, /health not 200). */
+    notServing: 5,
 } as const;
 
 const USAGE = `usage:
   spark-vllm plan --stack NAME [--json]   render what a stack would do, offline
   spark-vllm diff --stack NAME --set key=value ...   what a config change replaces or updates, offline
   spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)
+  spark-vllm status --stack NAME [--json] is the cluster serving? per host, over SSH (read-only)
 
 exit codes:
   ${EXIT.ok}  done (plan/diff: every mandatory policy passes; diagnose: a root cause was found)
@@ -26,7 +29,8 @@ exit codes:
   ${EXIT.usage}  usage error: unknown command or option, a missing value; diagnose: the log cannot be read
   ${EXIT.config}  config error: stack file missing, unreadable, not YAML or not a stack file; invalid config;
      hfToken or sshPrivateKey in plain text instead of secure:
-  ${EXIT.policy}  a mandatory policy fails`;
+  ${EXIT.policy}  a mandatory policy fails
+  ${EXIT.notServing}  status: the cluster is not serving`;
 
 export async function main(argv: string[]): Promise<number> {
     const [command, ...rest] = argv;
@@ -35,6 +39,8 @@ export async function main(argv: string[]): Promise<number> {
             return (require("./diagnose-command") as typeof import("./diagnose-command")).diagnoseCommand(rest);
         case "diff":
             return (require("./diff-command") as typeof import("./diff-command")).diffCommand(rest);
+        case "status":
+            return (require("./status-command") as typeof import("./status-command")).statusCommand(rest);
         case "plan":
             return (require("./plan-command") as typeof import("./plan-command")).planCommand(rest);
         default:

@@ -167,7 +167,7 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): Container
     };
 }
 
-const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
+export const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
 
 function tools(spec: ClusterSpec, args: readonly string[]): string[] {
     return ["python3", toolsPath(spec), ...args];

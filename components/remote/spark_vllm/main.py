@@ -12,6 +12,7 @@
 #   memory-check       in the container: free GPU memory against what vLLM will ask for
 #   ray-probe          wait until every node and GPU has joined the Ray head
 #   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
+#   host-status        read-only: this host's vLLM process, health, served model, memory, Ray node (spark-vllm status)
 #
 # Every subcommand prints progress lines, then one JSON object as its last stdout line
 # on success; on failure it prints what is wrong and how to fix it on stderr, exit 1.
@@ -25,6 +26,7 @@ from spark_vllm.images import image_transfer
 from spark_vllm.memory import flush_page_cache, memory_check
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
+from spark_vllm.status import host_status_command
 from spark_vllm.weights import serve_weights, weights
 
 # The usage line lists these in this order; the header above lists each (a test checks both).
@@ -39,6 +41,7 @@ COMMANDS = {
     "memory-check": memory_check,
     "ray-probe": ray_probe,
     "endpoint-probe": endpoint_probe,
+    "host-status": host_status_command,
 }
 
 

@@ -1,0 +1,76 @@
+# host-status: what runs on one host right now, for `spark-vllm status` (bin/status-command.ts). Read-only:
+# it starts, stops and writes nothing, and needs no secret (so /v1/models, which wants the API key, is not asked;
+# the served model comes from the running vLLM's own command line).
+import json
+import os
+import re
+
+from spark_vllm.common import read_file, say
+from spark_vllm.diagnosis import diagnose
+from spark_vllm.probes import http, process_state, stat_start_time
+
+
+def uptime_seconds(pid, proc="/proc"):
+    """Seconds since PID started: /proc/uptime minus its start time in clock ticks (proc(5) starttime)."""
+    stat = read_file("%s/%d/stat" % (proc, pid))
+    up = read_file("%s/uptime" % proc)
+    if stat is None or up is None:
+        return None
+    return max(0, round(float(up.split()[0]) - int(stat_start_time(stat)) / os.sysconf("SC_CLK_TCK")))
+
+
+def served_model(pid, proc="/proc"):
+    """`--served-model-name` (else the model) from the vLLM process's argv."""
+    try:
+        with open("%s/%d/cmdline" % (proc, pid), "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    for flag in ("--served-model-name", "--model"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            return argv[argv.index(flag) + 1]
+    serve = [i for i, a in enumerate(argv) if a == "serve"]
+    return argv[serve[0] + 1] if serve and serve[0] + 1 < len(argv) else None
+
+
+def memory_gib(proc="/proc"):
+    """MemAvailable and MemTotal in GiB (on a Spark the GPU shares this memory)."""
+    fields = {}
+    for line in (read_file("%s/meminfo" % proc) or "").splitlines():
+        m = re.match(r"^(MemTotal|MemAvailable):\s+([0-9]+) kB", line)
+        if m:
+            fields[m.group(1)] = round(int(m.group(2)) / 1048576, 1)
+    return {"availableGiB": fields.get("MemAvailable"), "totalGiB": fields.get("MemTotal")}
+
+
+def raylet_running(proc="/proc"):
+    """Whether a Ray node runs in this container: a process whose argv[0] ends in raylet."""
+    for entry in os.listdir(proc):
+        if entry.isdigit():
+            cmd = read_file("%s/%s/cmdline" % (proc, entry)) or ""
+            if cmd.split("\0")[0].endswith("raylet"):
+                return True
+    return False
+
+
+def host_status(args, proc="/proc"):
+    pid, state = process_state(args["pidFile"], proc)
+    vllm = {"state": state, "pid": pid}
+    if state == "running":
+        vllm["uptimeSeconds"] = uptime_seconds(pid, proc)
+        vllm["servedModel"] = served_model(pid, proc)
+    elif state == "exited":
+        found = diagnose(read_file(args["log"]) or "")
+        if found:
+            vllm["diagnosis"] = found
+    out = {"host": args["host"], "vllm": vllm, "memory": memory_gib(proc)}
+    if args.get("healthUrl"):
+        code, _ = http("GET", args["healthUrl"], timeout=5)
+        out["health"] = code
+    if args.get("ray"):
+        out["raylet"] = raylet_running(proc)
+    return out
+
+
+def host_status_command(args):
+    say(json.dumps(host_status(args)))
