@@ -1395,10 +1395,18 @@ def make_handler(srv):
                 self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
                 self.wfile.flush()
 
+            # Streaming takes time as on a GPU, so the serving proof measures something: the first token after
+            # ttft_ms (default 40), then tokens_per_second (default 100) - fault switches like the others.
+            f = sc.faults()
+            ttft = float(f.get("ttft_ms", 40)) / 1000
+            gap = 1 / float(f.get("tokens_per_second", 100))
             try:
                 if chat:
                     chunk({"role": "assistant", "content": ""})
+                time.sleep(ttft)
                 for i, t in enumerate(toks):
+                    if i:
+                        time.sleep(gap)
                     piece = (" " if (i or not chat) else "") + t
                     fin = finish if i == len(toks) - 1 else None
                     chunk({"content": piece} if chat else piece, fin)
