@@ -17,3 +17,4 @@ export const modelName = cluster.modelName;
 export const apiKey = cluster.apiKey;
 export const hosts = cluster.hostFacts;
 export const fabric = cluster.fabric;
+export const serving = cluster.serving;

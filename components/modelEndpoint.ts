@@ -28,6 +28,10 @@ export class ModelEndpoint extends pulumi.ComponentResource {
     /** mp backend: the workers' headless launches. */
     readonly headless: remote.Command[];
     readonly probe: remote.Command;
+    /** probes.serving: the short streamed load after the probe; undefined when skipped. */
+    readonly servingProof?: remote.Command;
+    /** Its figures: per concurrency, time to first token p50/p95 and output tokens/s; warnings on a drop. */
+    readonly serving: pulumi.Output<Record<string, unknown> | undefined>;
 
     constructor(name: string, args: ModelEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:ModelEndpoint", name, {}, opts);
@@ -38,6 +42,14 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         this.launch = wiring.command(names.of("vllm-launch"), { parent: this }, keyLine);
         this.headless = plan.hosts.filter(h => h.vllmLaunch).map(h => wiring.command(names.host(h.host.name, "vllm"), { parent: this }));
         this.probe = wiring.command(names.of("endpoint-probe"), { parent: this }, keyLine);
-        this.registerOutputs({ probe: this.probe.stdout });
+        if (plan.servingProof) this.servingProof = wiring.command(names.of("serving-proof"), { parent: this }, keyLine);
+        this.serving = this.servingProof ? this.servingProof.stdout.apply(out => {
+            const figures = lastJsonLine(out) as { levels?: Record<string, number>[]; warnings?: string[] };
+            for (const lv of figures.levels ?? [])
+                pulumi.log.info(`serving at concurrency ${lv.concurrency}: time to first token p50 ${lv.ttftP50Ms} ms, p95 ${lv.ttftP95Ms} ms; ${lv.outputTokensPerSecond} output tokens/s`, this);
+            for (const w of figures.warnings ?? []) pulumi.log.warn(w, this);
+            return figures as Record<string, unknown>;
+        }) : pulumi.output(undefined);
+        this.registerOutputs({ probe: this.probe.stdout, serving: this.serving });
     }
 }

@@ -95,6 +95,8 @@ export interface ClusterPlan {
     vllmServeArgv: string[];
     vllmLaunch: CommandPlan;
     endpointProbe: CommandPlan;
+    /** After the endpoint probe, a short streamed load on the head (probes.serving); undefined when skipped. */
+    servingProof?: CommandPlan;
     /** http://<head ssh host>:<port>/v1 */
     endpoint: string;
     modelName: string;
@@ -449,6 +451,25 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         timeoutSeconds: spec.probes.endpointTimeoutSeconds + 60,
     };
 
+    const servingArgs = {
+        host: headSpec.name,
+        port: spec.vllm.port,
+        servedName: spec.model.servedName,
+        concurrency: spec.probes.servingConcurrency,
+        requests: spec.probes.servingRequests,
+        maxTokens: spec.probes.servingMaxTokens,
+        requestTimeoutSeconds: 120,
+        warnDropFraction: spec.probes.servingDropWarnPercent / 100,
+        resultFile: `${spec.logDir}/serving-proof.json`,
+    };
+    // A bound for the whole load (each request also has its own): a healthy Spark streams 64 tokens in seconds.
+    const servingSeconds = 900;
+    const servingProof: CommandPlan | undefined = spec.probes.serving ? {
+        create: withTimeout(servingSeconds, dockerExec(headContainer, tools(spec, ["serving-proof", json(servingArgs)]), { stdin: true })),
+        stdin: "apiKey",
+        timeoutSeconds: servingSeconds,
+    } : undefined;
+
     return {
         spec,
         hosts,
@@ -460,6 +481,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         vllmServeArgv: serveArgv,
         vllmLaunch: vllmLaunch(spec, headSpec, serveArgv, true),
         endpointProbe,
+        ...(servingProof ? { servingProof } : {}),
         endpoint: `http://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,
         vllmLog,

@@ -224,5 +224,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
     const launches = [n.of("vllm-launch"), ...headless];
     command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: launches, replacedBy: launches });
+    // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
+    if (plan.servingProof)
+        command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });
     return out;
 }

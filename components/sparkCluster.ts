@@ -54,6 +54,8 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly apiKey: pulumi.Output<string>;
     /** The fabric check's verdict (transport, bus bandwidth per size); undefined with one host or probes.fabric false. */
     readonly fabric: pulumi.Output<Record<string, unknown> | undefined>;
+    /** The serving proof's figures (time to first token p50/p95, output tokens/s per concurrency); undefined when probes.serving is false. */
+    readonly serving: pulumi.Output<Record<string, unknown> | undefined>;
     /** Preflight facts per host name. */
     readonly hostFacts: pulumi.Output<Record<string, Record<string, unknown>>>;
 
@@ -96,6 +98,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory)]).apply(([facts, memory]) =>
             Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
         this.fabric = this.fabricCheck ? this.fabricCheck.result : pulumi.output(undefined);
-        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric });
+        this.serving = this.model.serving;
+        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric, serving: this.serving });
     }
 }

@@ -109,6 +109,16 @@ export interface ProbeSpec {
     fabric: boolean;
     /** Seconds for the fabric check's ranks to meet and finish; default 120. */
     fabricTimeoutSeconds: number;
+    /** After the endpoint answers, a short streamed load measures time to first token and output tokens/s; default true. */
+    serving: boolean;
+    /** The serving proof's higher concurrency (it always measures 1 too); default 4. */
+    servingConcurrency: number;
+    /** Requests per concurrency level (at least the concurrency); default 8. */
+    servingRequests: number;
+    /** Output tokens per request; default 64. */
+    servingMaxTokens: number;
+    /** Warn when output tokens/s falls by more than this percentage against the previous deploy; default 20. */
+    servingDropWarnPercent: number;
 }
 
 /** The validated stack config (parseSpec); every default filled in. */
@@ -822,12 +832,18 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     ], parsedHosts);
 
     const probes = r.object(root.probes, "probes", false) ?? {};
-    r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds", "fabric", "fabricTimeoutSeconds"]);
+    r.unknownKeys(probes, "probes", ["intervalSeconds", "rayTimeoutSeconds", "endpointTimeoutSeconds", "fabric", "fabricTimeoutSeconds",
+        "serving", "servingConcurrency", "servingRequests", "servingMaxTokens", "servingDropWarnPercent"]);
     const intervalSeconds = r.integer(probes, "intervalSeconds", "probes", 1, 2, 2);
     const rayTimeoutSeconds = r.integer(probes, "rayTimeoutSeconds", "probes", 5, 3600, 180);
     const endpointTimeoutSeconds = r.integer(probes, "endpointTimeoutSeconds", "probes", 5, 14400, 1800);
     const fabric = r.boolean(probes, "fabric", "probes", true);
     const fabricTimeoutSeconds = r.integer(probes, "fabricTimeoutSeconds", "probes", 10, 3600, 120);
+    const serving = r.boolean(probes, "serving", "probes", true);
+    const servingConcurrency = r.integer(probes, "servingConcurrency", "probes", 1, 256, 4);
+    const servingRequests = r.integer(probes, "servingRequests", "probes", 1, 1000, 8);
+    const servingMaxTokens = r.integer(probes, "servingMaxTokens", "probes", 1, 4096, 64);
+    const servingDropWarnPercent = r.integer(probes, "servingDropWarnPercent", "probes", 1, 100, 20);
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
@@ -846,7 +862,8 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy, copyPort: copyPort! },
         vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version, backend, masterPort: masterPort! },
         ray: { port: rayPort!, dashboardPort: dashboardPort! },
-        probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds!, fabric, fabricTimeoutSeconds: fabricTimeoutSeconds! },
+        probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds!, fabric, fabricTimeoutSeconds: fabricTimeoutSeconds!,
+            serving, servingConcurrency: servingConcurrency!, servingRequests: servingRequests!, servingMaxTokens: servingMaxTokens!, servingDropWarnPercent: servingDropWarnPercent! },
         logDir: logDir!,
         shmSizeMb: shmSizeMb!,
         imageSource: imageSource as ClusterSpec["imageSource"],

@@ -88,8 +88,9 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
         for (const [change, expected] of Object.entries(changes)) {
             const eq = change.indexOf("=");
             const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
-            // The memory gates (issue 11) and fabric ranks (issue 12) came after the recording: the only names it cannot hold.
-            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !/-(memory|fabric)$/.test(c.name)).map(c => [c.name, c.op]));
+            // The memory gates (issue 11), fabric ranks (issue 12) and the serving proof (issue 15) came after the
+            // recording: the only names it cannot hold.
+            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof)$/.test(c.name)).map(c => [c.name, c.op]));
             assert.deepEqual(got, Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])), `${stack} with ${change}`);
             cases++;
         }
@@ -120,16 +121,16 @@ const GATES = [n.host("spark-a", "memory"), n.host("spark-b", "memory")];
 const RANKS = [n.host("spark-a", "fabric"), n.host("spark-b", "fabric")];
 const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
-    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
-    ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
-    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES]],
+    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
+    ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
+    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
         "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),
-        n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES, ...RANKS]],
+        n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...RANKS]],
     ["a worker's fabric address", "hosts[1].fabric.address", "192.168.100.12", [
         "spark-spark-b-preflight", "spark-spark-b-container", "spark-spark-b-weights", n.of("compat"), n.host("spark-b", "ray"),
-        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), ...GATES, ...RANKS]],
+        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...RANKS]],
 ];
 
 for (const [label, key, value, replaced] of CHANGES) {
@@ -153,7 +154,7 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
         [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"], [n.host("spark-b", "fabric"), "update"],
             [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], ...GATES.map(g => [g, "replace"]),
-            [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"]]);
+            [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"], [n.of("serving-proof"), "replace"]]);
 });
 
 const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), ...args], { cwd: ROOT, encoding: "utf8" });
@@ -179,6 +180,6 @@ test("spark-vllm diff: usage without --set, the key path of a bad value, a manda
     assert.equal(unsupported.status, EXIT.policy);
     assert.match(unsupported.stdout, /FAIL vllm-supports-architecture/);
     const json = JSON.parse(cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--json"]).stdout);
-    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [...GATES, n.of("vllm-launch"), n.of("endpoint-probe")]);
+    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [...GATES, n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof")]);
     assert.match(json.diffs[0], /-  --max-model-len 32768\n\+  --max-model-len 65536/);
 });

@@ -159,3 +159,19 @@ test("the helper program goes into a private logDir under a mktemp name; a logDi
         fs.rmSync(dir, { recursive: true, force: true });
     }
 });
+
+test("the serving proof: on the head after the endpoint probe, key on stdin, its load from probes.serving*; skippable", async () => {
+    const { plannedResources } = await import("../../components/resources");
+    const p = plan(2, raw => { raw.probes = { servingConcurrency: 8, servingRequests: 16, servingMaxTokens: 32, servingDropWarnPercent: 30 }; });
+    const proof = p.servingProof!;
+    assert.equal(proof.stdin, "apiKey");
+    assert.match(proof.create, /^timeout 900 docker exec -i spark-vllm-spark-a python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py serving-proof /);
+    const args = JSON.parse(proof.create.slice(proof.create.indexOf("{"), proof.create.lastIndexOf("}") + 1));
+    assert.deepEqual([args.concurrency, args.requests, args.maxTokens, args.warnDropFraction, args.resultFile],
+        [8, 16, 32, 0.3, "/var/tmp/spark-vllm/serving-proof.json"]);
+    const entry = plannedResources(p).find(r => r.name === "spark-serving-proof")!;
+    assert.deepEqual([entry.dependsOn, entry.replacedBy], [["spark-endpoint-probe"], ["spark-endpoint-probe"]]);
+    const skipped = plan(2, raw => { raw.probes = { serving: false }; });
+    assert.equal(skipped.servingProof, undefined);
+    assert.ok(!plannedResources(skipped).some(r => r.name === "spark-serving-proof"));
+});

@@ -31,9 +31,9 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
         assert.equal(count("docker:index/container:Container"), hosts);
         assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
-        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe;
+        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe, serving proof;
         // two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
-        assert.equal(count("command:remote:Command"), 4 * hosts + 3 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
+        assert.equal(count("command:remote:Command"), 4 * hosts + 4 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
         assert.equal(count("spark-vllm:index:FabricCheck"), hosts > 1 ? 1 : 0);
         const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
@@ -78,6 +78,7 @@ test("the generated API key appears in no command text or container field, only 
     }
     assert.equal(named(resources, n.of("vllm-launch")).inputs.stdin, `${API_KEY}\n`);
     assert.equal(named(resources, n.of("endpoint-probe")).inputs.stdin, `${API_KEY}\n`);
+    assert.equal(named(resources, n.of("serving-proof")).inputs.stdin, `${API_KEY}\n`, "the serving proof's key only on stdin too");
 });
 
 test("every launch has a delete that stops what it started", () => {
