@@ -1,6 +1,7 @@
 // hosts[].ssh.hostKey: the accepted line format, and that the key reaches every transport of the program.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { parseSpec } from "../../components/spec";
 import { parseHostKey, openSshPinnedKeyOptions } from "../../components/hostKeys";
 import { evaluateWithMocks } from "../harness/mocks";
@@ -87,4 +88,16 @@ test("the Docker provider's OpenSSH options accept only the pinned key, with no 
     assert.deepEqual(openSshPinnedKeyOptions(KEYS.ed25519), [
         "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=none", "-o", "GlobalKnownHostsFile=none",
         "-o", "HostKeyAlgorithms=ssh-ed25519", "-o", `KnownHostsCommand=/bin/echo * ${KEYS.ed25519}`]);
+});
+
+test("OpenSSH reads those options as meant: strict, no known_hosts file, the key line intact (ssh -G, no connection)", () => {
+    // argv as the docker CLI's connhelper builds it: ssh -l USER -p PORT <sshOpts> -T -- HOST (docker/cli v28.5.2).
+    const r = spawnSync("ssh", ["-F", "/dev/null", "-G", "-l", "root", "-p", "22", ...openSshPinnedKeyOptions(KEYS.p384), "-T", "--", "198.18.0.3"], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const conf = new Map(r.stdout.split("\n").map(l => [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)]));
+    assert.equal(conf.get("stricthostkeychecking"), "true");
+    assert.equal(conf.get("userknownhostsfile"), "none");
+    assert.equal(conf.get("globalknownhostsfile"), "none");
+    assert.equal(conf.get("hostkeyalgorithms"), "ecdsa-sha2-nistp384");
+    assert.equal(conf.get("knownhostscommand"), `/bin/echo * ${KEYS.p384}`);
 });
