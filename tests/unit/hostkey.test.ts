@@ -84,6 +84,17 @@ test("the pinned key reaches every remote command's connection and the host's Do
     assert.deepEqual(sshOpts("spark-a"), ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"]);
 });
 
+test("imageSource head: the head's ssh to a worker carries that worker's pinned key (the third SSH transport)", () => {
+    const config: Record<string, unknown> = { ...clusterConfig(2), "spark-vllm:imageSource": "head" };
+    (config["spark-vllm:hosts"] as any[])[1].ssh.hostKey = KEYS.ed25519;
+    const { resources, error } = evaluateWithMocks(config);
+    assert.equal(error, undefined, error);
+    const copy = resources.find(r => r.name === resourceNames().host("spark-b", "image"));
+    assert.ok(copy);
+    // The target's JSON, shell-quoted in the command text; spark_vllm/images.py turns hostKey into the same OpenSSH options.
+    assert.ok(String(copy.inputs.create).includes(`"target":{"name":"spark-b","user":"root","address":"198.18.1.3","hostKey":"${KEYS.ed25519}"}`), copy.inputs.create);
+});
+
 test("the Docker provider's OpenSSH options accept only the pinned key, with no file and the same text every run", () => {
     assert.deepEqual(openSshPinnedKeyOptions(KEYS.ed25519), [
         "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=none", "-o", "GlobalKnownHostsFile=none",
