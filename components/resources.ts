@@ -118,7 +118,9 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
                 create: c.create,
                 ...(c.delete ? { delete: c.delete } : {}),
                 ...(wiring.stdin !== undefined ? { stdin: wiring.stdin } : {}),
-                triggers: [c.create, ...(wiring.triggers ?? [])],
+                // A pinned key changes the connection, which @pulumi/command answers with an update that runs `create`
+                // again (v1.2.1 commandController.go Update) beside a running launch: in the triggers, it replaces instead.
+                triggers: [c.create, ...(wiring.triggers ?? []), ...(host.ssh.hostKey !== undefined ? [host.ssh.hostKey] : [])],
             },
             dependsOn: wiring.dependsOn ?? [], replacedBy: wiring.replacedBy ?? [],
             ...(c.stdin ? { secretStdin: c.stdin } : {}),

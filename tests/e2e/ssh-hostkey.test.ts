@@ -44,14 +44,26 @@ function otherKey(): string {
 }
 
 describe("pinned SSH host keys on two simulated Sparks", () => {
-    test("with every sshd's real key pinned, the cluster deploys and is destroyed", async () => {
-        const stack = pinned("pinned", realKeys());
+    test("pinning every sshd's real key on a deployed stack replaces its commands (no launch beside a running one); then destroy", async () => {
+        const stack = suite.stack("pinned", { probes: { endpointTimeoutSeconds: 60 } });
+        const first = await up(stack);
+        assert.equal(first.error, undefined, first.error);
+        for (const h of stack.config["spark-vllm:hosts"] as any[]) h.ssh.hostKey = suite.sim.host(h.name).hostKey;
         const before = sessions("spark-b");
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
         assert.equal(r.outputs?.endpoint, `http://${suite.sim.hosts[0].address}:8000/v1`);
-        assert.ok(sessions("spark-b") > before, "the worker's sshd logged the sessions (the impostor test counts on it)");
-        // The Docker providers were registered with the pinned-key options, and pulled and ran through them.
+        assert.ok(sessions("spark-b") > before, "the worker's sshd logged the sessions (the impostor tests count on it)");
+        const commands = changes(r).filter(o => o.type === "command:remote:Command");
+        assert.deepEqual(commands.filter(o => o.op === "update").map(o => o.name), [], "a command ran its create again in place");
+        for (const n of [N.of("ray-head"), N.host("spark-b", "ray"), N.of("vllm-launch")])
+            assert.ok(commands.some(o => o.name === n && o.op === "replace"), `${n} was not replaced`);
+        const serving = await suite.sim.exec("spark-a", "pgrep -fc --ns $$ --nslist net '[v]llm serve' || true");
+        assert.equal(serving.stdout.trim(), "1", "one vllm serve on the head");
+        const again = await up(stack);
+        assert.equal(again.error, undefined, again.error);
+        assert.deepEqual(changes(again), []);
+        // The Docker providers were registered with the pinned-key options, and ran the containers through them.
         const state = loadState(stack.statePath);
         const provider = Object.values(state.resources).find(e => e.name === N.host("spark-b", "docker"))!;
         assert.match(String(provider.inputs.sshOpts), /KnownHostsCommand=\/bin\/echo \* ssh-ed25519 /);

@@ -97,7 +97,8 @@ class Engine {
 
     private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, target?: DockerTarget): Promise<{ actions: number; value: Entry }> {
         const base = { type, name, dockerHost: target?.host, dockerSshOpts: target?.sshOpts, seq: 0 };
-        if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? target?.host, dockerSshOpts: old!.dockerSshOpts ?? target?.sshOpts } };
+        // A provider whose config changed is updated in place (diff): what it manages goes through its new sshOpts.
+        if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? target?.host, dockerSshOpts: target?.sshOpts ?? old!.dockerSshOpts } };
         let actions = 0;
         if (kind === "replace" && old) {
             actions += await this.remove(old);

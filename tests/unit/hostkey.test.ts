@@ -73,6 +73,8 @@ test("the pinned key reaches every remote command's connection and the host's Do
     for (const c of commands) {
         const onB = c.inputs.connection.host === hosts[1].ssh.host;
         assert.equal(c.inputs.connection.hostKey, onB ? KEYS.p256 : undefined, `${c.name} on ${c.inputs.connection.host}`);
+        // In the triggers too: pinning a key on a running stack replaces the host's commands, never re-runs a launch beside itself.
+        assert.equal((c.inputs.triggers as unknown[]).includes(KEYS.p256), onB, `${c.name} triggers`);
     }
     // Provider inputs reach the provider as strings (a list as its JSON), as the Pulumi engine sends them.
     const sshOpts = (host: string): string[] => {
