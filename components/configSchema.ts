@@ -90,6 +90,15 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         description: "SSH port.",
     },
     {
+        path: "hosts[].ssh.hostKey",
+        type: "string",
+        required: false,
+        defaultText: "unset: remote commands accept any host key, the Docker provider uses `~/.ssh/known_hosts`",
+        example: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKUcZFdnMYt1+OQnP9uJD4s1CFnLWUciKxw5B95cRYc1",
+        example2: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINWgvxiGluEc+osxIcECrCnHA4WO+uV6gBowqoyPHKkC",
+        description: "The host's SSH public key, `<type> <base64>` (a trailing comment is ignored): remote commands and the Docker provider then connect only to a host holding it, so an impostor never receives the API key or the HF token. Types: `ssh-ed25519`, `ecdsa-sha2-nistp256/384/521` (not `ssh-rsa`). Get it from `/etc/ssh/ssh_host_ed25519_key.pub` on the host, or `ssh-keyscan -t ed25519 HOST` without the leading host field, checked against that file. The Docker provider needs OpenSSH 8.5 or later on the machine running Pulumi. See docs/security.md.",
+    },
+    {
         path: "hosts[].fabric",
         type: "object",
         required: true,

@@ -1,13 +1,19 @@
 import * as pulumi from "@pulumi/pulumi";
 import { types } from "@pulumi/command";
 import { HostSpec } from "./spec";
+import { openSshPinnedKeyOptions } from "./hostKeys";
 
-/** How remote commands reach a host: SSH with the given key, else the ssh-agent (SSH_AUTH_SOCK). */
+/**
+ * How remote commands reach a host: SSH with the given key, else the ssh-agent (SSH_AUTH_SOCK). The host's key is
+ * checked only when `hostKey` is set: @pulumi/command v1.2.1 uses ssh.InsecureIgnoreHostKey() otherwise, and
+ * ssh.FixedHostKey(the parsed key) when set (provider/pkg/provider/remote/connection.go SSHConfig).
+ */
 export function sshConnection(host: HostSpec, privateKey?: pulumi.Input<string>): types.input.remote.ConnectionArgs {
     return {
         host: host.ssh.host,
         user: host.ssh.user,
         port: host.ssh.port,
+        ...(host.ssh.hostKey !== undefined ? { hostKey: host.ssh.hostKey } : {}),
         ...(privateKey !== undefined ? { privateKey } : {}),
         // Fail within about 30 s when a host is down instead of the provider's 10 × 15 s.
         dialErrorLimit: 3,
@@ -21,4 +27,15 @@ export function sshConnection(host: HostSpec, privateKey?: pulumi.Input<string>)
  */
 export function sshTarget(host: HostSpec): string {
     return `${host.ssh.user}@${host.ssh.host}:${host.ssh.port}`;
+}
+
+/** The Docker provider's SSH options: OpenSSH in batch mode, failing fast on a dead host. */
+export const DOCKER_SSH_OPTS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"];
+
+/**
+ * The Docker provider's `sshOpts` for a host: OpenSSH, so without a pinned key it checks ~/.ssh/known_hosts (batch
+ * mode: an unknown key fails); with one, it accepts that key only (components/hostKeys.ts openSshPinnedKeyOptions).
+ */
+export function dockerSshOpts(host: HostSpec): string[] {
+    return [...DOCKER_SSH_OPTS, ...(host.ssh.hostKey !== undefined ? openSshPinnedKeyOptions(host.ssh.hostKey) : [])];
 }

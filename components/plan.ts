@@ -265,7 +265,7 @@ function imageFromHead(spec: ClusterSpec, host: HostSpec): CommandPlan | undefin
     const ref = spec.image.reference;
     if (host === spec.hosts[0])
         return { create: withTimeout(60, argvLine(["docker", "image", "inspect", "--format", "{\"imageId\":\"{{.Id}}\"}", ref])), timeoutSeconds: 60 };
-    const args = { host: spec.hosts[0].name, image: ref, target: { name: host.name, user: host.ssh.user, address: host.fabric.address } };
+    const args = { host: spec.hosts[0].name, image: ref, target: { name: host.name, user: host.ssh.user, address: host.fabric.address, ...(host.ssh.hostKey ? { hostKey: host.ssh.hostKey } : {}) } };
     return { create: withTimeout(7200, argvLine(tools(spec, ["image-transfer", json(args)]))), timeoutSeconds: 7200 };
 }
 

@@ -5,7 +5,7 @@
 // policies' offline verdicts) reads the same entries.
 import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
 import { HostSpec } from "./spec";
-import { sshConnection, sshTarget } from "./connection";
+import { dockerSshOpts, sshConnection, sshTarget } from "./connection";
 import { CLUSTER, ResourceNames, resourceNames } from "./naming";
 
 export { CLUSTER };
@@ -78,9 +78,6 @@ export interface PlannedResourcesOptions {
 /** The repo digest a pull of the reference reports: repository@digest. */
 export const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
 
-/** The Docker provider's SSH options: OpenSSH in batch mode, failing fast on a dead host. */
-export const DOCKER_SSH_OPTS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"];
-
 /** docker.Container inputs for a container plan (the `image` is the repo digest; see PlannedResource.inputs). */
 export function containerInputs(c: ContainerPlan, image: string) {
     return {
@@ -121,7 +118,9 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
                 create: c.create,
                 ...(c.delete ? { delete: c.delete } : {}),
                 ...(wiring.stdin !== undefined ? { stdin: wiring.stdin } : {}),
-                triggers: [c.create, ...(wiring.triggers ?? [])],
+                // A pinned key changes the connection, which @pulumi/command answers with an update that runs `create`
+                // again (v1.2.1 commandController.go Update) beside a running launch: in the triggers, it replaces instead.
+                triggers: [c.create, ...(wiring.triggers ?? []), ...(host.ssh.hostKey !== undefined ? [host.ssh.hostKey] : [])],
             },
             dependsOn: wiring.dependsOn ?? [], replacedBy: wiring.replacedBy ?? [],
             ...(c.stdin ? { secretStdin: c.stdin } : {}),
@@ -144,7 +143,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     for (const h of hosts) {
         const name = h.host.name, ssh = h.host.ssh;
         add({ name: n.host(name, "docker"), type: DOCKER_PROVIDER, host: name, inputs: {
-            host: `ssh://${ssh.user}@${ssh.host}:${ssh.port}`, sshOpts: DOCKER_SSH_OPTS, disableDockerDaemonCheck: true } });
+            host: `ssh://${ssh.user}@${ssh.host}:${ssh.port}`, sshOpts: dockerSshOpts(h.host), disableDockerDaemonCheck: true } });
         command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.content, triggers: [h.tools.content] });
         command(n.host(name, "preflight"), h.host, h.preflight, { dependsOn: [n.host(name, "tools")] });
     }

@@ -1,5 +1,6 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
+import { parseHostKey } from "./hostKeys";
 
 /** The stack config namespace: every key is `spark-vllm:<key>`. */
 export const CONFIG_NAMESPACE = "spark-vllm";
@@ -10,6 +11,8 @@ export interface SshSpec {
     user: string;
     /** Default 22. */
     port: number;
+    /** The host's pinned public key, `<type> <base64>` (components/hostKeys.ts); unset: any key is accepted. */
+    hostKey?: string;
 }
 
 /** The host's ConnectX-7 fabric: the interface and address NCCL, Gloo, UCX and Ray use, and the HCAs. */
@@ -643,12 +646,13 @@ function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
 
     const sshPath = `${path}.ssh`;
     const ssh = r.object(obj.ssh, sshPath, true);
-    if (ssh) r.unknownKeys(ssh, sshPath, ["host", "user", "port"]);
+    if (ssh) r.unknownKeys(ssh, sshPath, ["host", "user", "port", "hostKey"]);
     const sshHost = r.argument(ssh, "host", sshPath, LIMITS.sshHostChars);
     if (sshHost !== undefined && !/^[A-Za-z0-9.:_-]+$/.test(sshHost)) r.problem(`${sshPath}.host`, `${show(sshHost)} is not a host name or address`);
     const user = r.argument(ssh, "user", sshPath, LIMITS.userChars);
     if (user !== undefined && !/^[a-z_][a-z0-9_.-]*$/i.test(user)) r.problem(`${sshPath}.user`, `${show(user)} is not a valid user name`);
     const port = r.integer(ssh, "port", sshPath, 1, 65535, 22);
+    const hostKey = parseHostKeyAt(r, ssh, sshPath);
 
     const fabricPath = `${path}.fabric`;
     const fabric = r.object(obj.fabric, fabricPath, true);
@@ -672,8 +676,18 @@ function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
     if (platform !== undefined && !/^linux\/(arm64|amd64)$/.test(platform)) r.problem(`${path}.platform`, `must be linux/arm64 or linux/amd64, got ${show(platform)}`);
 
     const parsed: ParsedHost = { index, name, address: unusable ? undefined : address, sshHost, sshPort: port, gpus };
-    if (unusable || [name, sshHost, user, port, iface, ip, hcas, gpus, platform].some(v => v === undefined)) return parsed;
-    return { ...parsed, host: { name: name!, ssh: { host: sshHost!, user: user!, port: port! }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! } };
+    if (unusable || hostKey === null || [name, sshHost, user, port, iface, ip, hcas, gpus, platform].some(v => v === undefined)) return parsed;
+    return { ...parsed, host: { name: name!, ssh: { host: sshHost!, user: user!, port: port!, ...(hostKey ? { hostKey } : {}) }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! } };
+}
+
+/** hosts[].ssh.hostKey: the normalised key, undefined when unset, null when it is wrong (a problem is reported). */
+function parseHostKeyAt(r: Reader, ssh: Obj | undefined, sshPath: string): string | undefined | null {
+    if (ssh?.hostKey === undefined || ssh.hostKey === null) return undefined;
+    const line = r.string(ssh, "hostKey", sshPath);
+    if (line === undefined) return null;
+    const parsed = parseHostKey(line);
+    if ("problem" in parsed) r.problem(`${sshPath}.hostKey`, parsed.problem);
+    return "key" in parsed ? parsed.key : null;
 }
 
 /** A directory spark-vllm mounts into every container and writes to: absolute, plain, and its own. */

@@ -10,6 +10,7 @@ import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } fr
 import { MEMORY_DEFAULTS, MemoryOptions, planMemory } from "../components/memory";
 import { parseImageRef } from "../components/spec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
+import { HOST_KEY_HOWTO } from "../components/hostKeys";
 
 /**
  * The host the image rules assume at preview: a GB10 (compute capability 12.1) on DGX OS's R580 driver branch
@@ -303,6 +304,23 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
             const host = flagValue(text, "--dashboard-host");
             if (!host || !["127.0.0.1", "localhost", "::1"].includes(host))
                 report(`ray start --head ${host ? `binds the dashboard to ${host}` : "has no --dashboard-host, so the dashboard listens on all interfaces"}; anyone who reaches it can run code on every host. Remediation: pass --dashboard-host=127.0.0.1 (use an SSH tunnel to view it).`);
+        },
+    },
+    {
+        name: "ssh-host-keys-pinned",
+        description: "Every host pins its SSH host key (hosts[].ssh.hostKey): without it remote commands accept any key, so an impostor at a host's address receives the API key and the HF token.",
+        enforcementLevel: "advisory",
+        validateStack: (args, report) => {
+            // @pulumi/command checks the host key only when connection.hostKey is set (v1.2.1 connection.go SSHConfig:
+            // ssh.InsecureIgnoreHostKey() otherwise). A connection not known at preview says nothing.
+            const unpinned = new Set<string>();
+            for (const c of byType(args.resources, COMMAND)) {
+                const conn = c.props.connection;
+                if (!conn || typeof conn !== "object" || !str(conn.host)) continue;
+                if (conn.hostKey === undefined || conn.hostKey === null || conn.hostKey === "") unpinned.add(str(conn.host)!);
+            }
+            if (unpinned.size)
+                report(`remote commands to ${[...unpinned].join(", ")} accept any SSH host key, so a machine that takes over one of those addresses receives the API key and the HF token. Remediation: set spark-vllm:hosts[].ssh.hostKey of each host to ${HOST_KEY_HOWTO} (docs/security.md, "SSH host keys").`);
         },
     },
     {

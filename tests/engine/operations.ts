@@ -2,6 +2,10 @@
 // docker CLI with DOCKER_HOST=ssh://… for images and containers, ssh for remote commands.
 import { spawn } from "child_process";
 import * as crypto from "crypto";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { shq } from "../../components/scripts";
 
 export interface Transport {
     /** Environment for the local docker and ssh clients (PATH, ssh config for docker's ssh). */
@@ -42,6 +46,37 @@ export interface Connection {
     host: string;
     user?: string;
     port?: number;
+    hostKey?: string;
+    dialErrorLimit?: number;
+}
+
+/** This process's scratch files (known_hosts for pinned keys, ssh wrappers), removed when it exits. */
+let scratchDir: string | undefined;
+function scratch(name: string, content: string, mode = 0o644): string {
+    if (!scratchDir) {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-engine-"));
+        process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+        scratchDir = dir;
+    }
+    const file = path.join(scratchDir, crypto.createHash("sha256").update(content).digest("hex").slice(0, 16), name);
+    if (!fs.existsSync(file)) {
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, content, { mode });
+    }
+    return file;
+}
+
+/**
+ * Host key checking as @pulumi/command v1.2.1 does it (provider/pkg/provider/remote/connection.go SSHConfig): without
+ * `hostKey`, ssh.InsecureIgnoreHostKey() (any key, nothing remembered); with it, ssh.FixedHostKey(key) and
+ * HostKeyAlgorithms = [its type]. Here with OpenSSH: no known_hosts but a file holding only that key, strictly.
+ */
+function hostKeyOptions(conn: Connection): string[] {
+    if (conn.hostKey === undefined)
+        return ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null"];
+    const knownHosts = scratch("known_hosts", `* ${conn.hostKey}\n`);
+    return ["-o", "StrictHostKeyChecking=yes", "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "GlobalKnownHostsFile=/dev/null",
+        "-o", `HostKeyAlgorithms=${conn.hostKey.split(" ")[0]}`];
 }
 
 /**
@@ -51,9 +86,19 @@ export interface Connection {
  */
 export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>): Promise<Result> {
     const setEnv = Object.entries(environment ?? {}).flatMap(([k, v]) => ["-o", `SetEnv=${k}=${v}`]);
-    const argv = ["ssh", ...t.sshArgs, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", ...setEnv,
+    const argv = ["ssh", ...t.sshArgs, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", ...hostKeyOptions(conn), ...setEnv,
         "-p", String(conn.port ?? 22), `${conn.user ?? "root"}@${conn.host}`, command];
     return exec(argv, { env: t.env, stdin });
+}
+
+/**
+ * The provider's error when the host's key is not the pinned one: dialWithRetry gives up after dialErrorLimit + 1 dials
+ * with "after %d failed attempts: %w" (connection.go), around golang.org/x/crypto v0.48.0 ssh/client.go's
+ * "ssh: handshake failed: %w" and FixedHostKey's "ssh: host key mismatch". No command ran: the session never opened.
+ */
+export function dialError(conn: Connection, r: Result): Error | undefined {
+    if (conn.hostKey === undefined || r.code !== 255 || !/Host key verification failed\./.test(r.stderr)) return undefined;
+    return new Error(`after ${conn.dialErrorLimit ?? 10} failed attempts: ssh: handshake failed: ssh: host key mismatch`);
 }
 
 export function commandError(command: string, r: Result): Error {
@@ -62,13 +107,35 @@ export function commandError(command: string, r: Result): Error {
 
 // ---------------------------------------------------------------- docker
 
-function docker(t: Transport, dockerHost: string, args: string[], timeoutMs = 600_000): Promise<Result> {
-    return exec(["docker", ...args], { env: { ...t.env, DOCKER_HOST: dockerHost }, timeoutMs });
+/** A Docker provider: its `host` (ssh://…) and its `sshOpts`. */
+export interface DockerTarget {
+    host: string;
+    sshOpts?: string[];
 }
 
-async function mustDocker(t: Transport, dockerHost: string, args: string[]): Promise<string> {
-    const r = await docker(t, dockerHost, args);
-    if (r.code !== 0) throw new Error(`docker ${args.join(" ")} on ${dockerHost} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
+/**
+ * The docker CLI's connhelper is the provider's (docker/cli v28.5.2 cli/connhelper/connhelper.go: the provider calls
+ * GetConnectionHelperWithSSHOpts(host, sshOpts), which runs `ssh -l USER -p PORT <sshOpts> -T -- HOST docker system
+ * dial-stdio`), but the CLI has no flag for sshOpts (GetConnectionHelper(host), cli/context/docker/load.go). So an
+ * `ssh` first on PATH adds them, each as one argument, before the CLI's own: for `-o` options the first value wins,
+ * so its added `-o ConnectTimeout=30` (addSSHTimeout, only without one of ours) changes nothing.
+ */
+function dockerEnv(t: Transport, target: DockerTarget): NodeJS.ProcessEnv {
+    const env = { ...t.env, DOCKER_HOST: target.host };
+    if (!target.sshOpts?.length) return env;
+    const dirs = (t.env.PATH ?? "").split(":").filter(Boolean);
+    const ssh = dirs.map(d => path.join(d, "ssh")).find(f => fs.existsSync(f)) ?? "/usr/bin/ssh";
+    const wrapper = scratch("ssh", `#!/bin/sh\nexec ${[ssh, ...target.sshOpts].map(shq).join(" ")} "$@"\n`, 0o755);
+    return { ...env, PATH: [path.dirname(wrapper), ...dirs].join(":") };
+}
+
+function docker(t: Transport, target: DockerTarget, args: string[], timeoutMs = 600_000): Promise<Result> {
+    return exec(["docker", ...args], { env: dockerEnv(t, target), timeoutMs });
+}
+
+async function mustDocker(t: Transport, target: DockerTarget, args: string[]): Promise<string> {
+    const r = await docker(t, target, args);
+    if (r.code !== 0) throw new Error(`docker ${args.join(" ")} on ${target.host} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
     return r.stdout;
 }
 
@@ -77,19 +144,19 @@ async function mustDocker(t: Transport, dockerHost: string, args: string[]): Pro
  * image by that name (as the provider does: pulumi-docker#342, terraform-provider-docker#172), so
  * a moved tag leaves a stale image on a host. Outputs repoDigest and imageId.
  */
-export async function pullImage(t: Transport, dockerHost: string, inputs: Record<string, any>): Promise<Record<string, unknown>> {
+export async function pullImage(t: Transport, target: DockerTarget, inputs: Record<string, any>): Promise<Record<string, unknown>> {
     const name: string = inputs.name;
-    if ((await docker(t, dockerHost, ["image", "inspect", name])).code !== 0)
-        await mustDocker(t, dockerHost, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
-    const inspect = JSON.parse(await mustDocker(t, dockerHost, ["image", "inspect", name]))[0];
+    if ((await docker(t, target, ["image", "inspect", name])).code !== 0)
+        await mustDocker(t, target, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
+    const inspect = JSON.parse(await mustDocker(t, target, ["image", "inspect", name]))[0];
     const repo = name.split("@")[0].replace(/:[^/:]*$/, "");
     const repoDigest = (inspect.RepoDigests as string[]).find(d => d.startsWith(`${repo}@`)) ?? inspect.RepoDigests[0];
     return { ...inputs, repoDigest, imageId: inspect.Id };
 }
 
-export async function removeImage(t: Transport, dockerHost: string, state: Record<string, any>): Promise<void> {
+export async function removeImage(t: Transport, target: DockerTarget, state: Record<string, any>): Promise<void> {
     if (state.keepLocally) return;
-    await docker(t, dockerHost, ["rmi", state.repoDigest ?? state.name]);
+    await docker(t, target, ["rmi", state.repoDigest ?? state.name]);
 }
 
 /** docker.Container create: the same `docker run` the provider's API call amounts to. */
@@ -116,19 +183,19 @@ export function runArgs(t: Transport, inputs: Record<string, any>): string[] {
     return args;
 }
 
-export async function createContainer(t: Transport, dockerHost: string, inputs: Record<string, any>): Promise<string> {
-    const id = (await mustDocker(t, dockerHost, runArgs(t, inputs))).trim();
+export async function createContainer(t: Transport, target: DockerTarget, inputs: Record<string, any>): Promise<string> {
+    const id = (await mustDocker(t, target, runArgs(t, inputs))).trim();
     if (inputs.mustRun) {
-        const running = (await mustDocker(t, dockerHost, ["inspect", "-f", "{{.State.Running}}", id])).trim();
-        if (running !== "true") throw new Error(`container ${inputs.name} on ${dockerHost} exited right after start`);
+        const running = (await mustDocker(t, target, ["inspect", "-f", "{{.State.Running}}", id])).trim();
+        if (running !== "true") throw new Error(`container ${inputs.name} on ${target.host} exited right after start`);
     }
     return id;
 }
 
-export async function removeContainer(t: Transport, dockerHost: string, state: Record<string, any>): Promise<void> {
-    await docker(t, dockerHost, ["stop", "-t", String(state.destroyGraceSeconds ?? 10), state.name]);
-    const r = await docker(t, dockerHost, ["rm", "-f", state.name]);
-    if (r.code !== 0 && !/No such container/.test(r.stderr)) throw new Error(`docker rm ${state.name} on ${dockerHost}: ${r.stderr.trim()}`);
+export async function removeContainer(t: Transport, target: DockerTarget, state: Record<string, any>): Promise<void> {
+    await docker(t, target, ["stop", "-t", String(state.destroyGraceSeconds ?? 10), state.name]);
+    const r = await docker(t, target, ["rm", "-f", state.name]);
+    if (r.code !== 0 && !/No such container/.test(r.stderr)) throw new Error(`docker rm ${state.name} on ${target.host}: ${r.stderr.trim()}`);
 }
 
 export function randomPassword(length: number): string {

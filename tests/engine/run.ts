@@ -4,7 +4,7 @@
 import * as fs from "fs";
 import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "../harness/evaluate";
-import { Transport, commandError, createContainer, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
+import { DockerTarget, Transport, commandError, createContainer, dialError, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
 import { Entry, Op, OpKind, State, diff, keyOf, loadState, saveState } from "./state";
 
 export interface Request {
@@ -37,17 +37,23 @@ function plain(value: any): any {
     return value;
 }
 
+/** A Docker provider's inputs as the engine receives them: the Pulumi engine sends a provider's list inputs as JSON text. */
+function providerTarget(inputs: Record<string, any>): DockerTarget {
+    const sshOpts = typeof inputs.sshOpts === "string" ? JSON.parse(inputs.sshOpts) : inputs.sshOpts;
+    return { host: inputs.host, ...(Array.isArray(sshOpts) ? { sshOpts } : {}) };
+}
+
 class Engine {
     readonly ops: Op[] = [];
     readonly errors: string[] = [];
     private readonly seen = new Set<string>();
-    private readonly providers = new Map<string, string>();
+    private readonly providers = new Map<string, DockerTarget>();
     private seq = 0;
     readonly t0 = Date.now();
 
     constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport) {
         for (const e of Object.values(state.resources))
-            if (e.type === "pulumi:providers:docker") this.providers.set(e.id, e.inputs.host);
+            if (e.type === "pulumi:providers:docker") this.providers.set(e.id, providerTarget(e.inputs));
     }
 
     private save(): void {
@@ -73,12 +79,12 @@ class Engine {
         if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, state: {} };
         const old = this.state.resources[key];
         const kind = diff(args.type, old, inputs);
-        const dockerHost = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
+        const target = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
         try {
-            const entry = await this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, dockerHost));
+            const entry = await this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, target));
             entry.seq = this.seq++;
             this.state.resources[key] = entry;
-            if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, entry.inputs.host);
+            if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, providerTarget(entry.inputs));
             this.save();
             return { id: entry.id, state: entry.outputs };
         } catch (err) {
@@ -89,9 +95,10 @@ class Engine {
         }
     }
 
-    private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, dockerHost?: string): Promise<{ actions: number; value: Entry }> {
-        const base = { type, name, dockerHost, seq: 0 };
-        if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? dockerHost } };
+    private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, target?: DockerTarget): Promise<{ actions: number; value: Entry }> {
+        const base = { type, name, dockerHost: target?.host, dockerSshOpts: target?.sshOpts, seq: 0 };
+        // A provider whose config changed is updated in place (diff): what it manages goes through its new sshOpts.
+        if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? target?.host, dockerSshOpts: target?.sshOpts ?? old!.dockerSshOpts } };
         let actions = 0;
         if (kind === "replace" && old) {
             actions += await this.remove(old);
@@ -106,11 +113,11 @@ class Engine {
                 return { actions, value: { ...base, id: "none", inputs, outputs: { ...inputs, result } } };
             }
             case "docker:index/remoteImage:RemoteImage": {
-                const outputs = kind === "update" ? { ...old!.outputs, ...inputs } : await pullImage(this.t, dockerHost!, inputs);
+                const outputs = kind === "update" ? { ...old!.outputs, ...inputs } : await pullImage(this.t, target!, inputs);
                 return { actions: actions + (kind === "update" ? 0 : 1), value: { ...base, id: outputs.imageId as string, inputs, outputs } };
             }
             case "docker:index/container:Container": {
-                const id = await createContainer(this.t, dockerHost!, inputs);
+                const id = await createContainer(this.t, target!, inputs);
                 return { actions: actions + 1, value: { ...base, id, inputs, outputs: { ...inputs, id } } };
             }
             case "command:remote:Command": {
@@ -119,7 +126,7 @@ class Engine {
                 if (text) {
                     const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment);
                     actions++;
-                    if (r.code !== 0) throw commandError(text, r);
+                    if (r.code !== 0) throw dialError(inputs.connection, r) ?? commandError(text, r);
                     outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
                 }
                 const id = kind === "update" ? old!.id : `${name}-${randomPassword(8)}`;
@@ -136,14 +143,14 @@ class Engine {
             case "command:remote:Command": {
                 if (!e.inputs.delete) return 0;
                 const r = await runRemote(this.t, e.inputs.connection, e.inputs.delete, e.inputs.stdin, e.inputs.environment);
-                if (r.code !== 0) throw commandError(e.inputs.delete, r);
+                if (r.code !== 0) throw dialError(e.inputs.connection, r) ?? commandError(e.inputs.delete, r);
                 return 1;
             }
             case "docker:index/container:Container":
-                await removeContainer(this.t, e.dockerHost!, e.inputs);
+                await removeContainer(this.t, { host: e.dockerHost!, sshOpts: e.dockerSshOpts }, e.inputs);
                 return 1;
             case "docker:index/remoteImage:RemoteImage":
-                await removeImage(this.t, e.dockerHost!, { ...e.inputs, ...e.outputs });
+                await removeImage(this.t, { host: e.dockerHost!, sshOpts: e.dockerSshOpts }, { ...e.inputs, ...e.outputs });
                 return e.inputs.keepLocally ? 0 : 1;
             default:
                 return 0;

@@ -9,6 +9,8 @@ export interface Entry {
     outputs: Record<string, any>;
     /** DOCKER_HOST of the provider a docker resource was created through. */
     dockerHost?: string;
+    /** That provider's sshOpts (OpenSSH options, e.g. a pinned host key). */
+    dockerSshOpts?: string[];
     /** Registration order in the last run: dependencies come first, so deletes go in reverse. */
     seq: number;
 }

@@ -30,6 +30,7 @@ function onStack(name: string, resources: Res[], config: object = {}): string[] 
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
 const IMAGE = `vllm/vllm-openai:v0.17.1@${DIGEST}`;
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKUcZFdnMYt1+OQnP9uJD4s1CFnLWUciKxw5B95cRYc1";
 const urn = (n: string) => `urn:pulumi:spark::spark-vllm::${n}`;
 
 function image(host: string, ref = IMAGE): Res {
@@ -54,7 +55,7 @@ function container(host: string, ip: string, iface = "enp1s0f1np1", extra: Recor
     };
 }
 function command(name: string, create: string, extra: Record<string, any> = {}): Res {
-    return { type: COMMAND, name, urn: urn(name), props: { connection: { host: "spark-a.local" }, create, ...extra } };
+    return { type: COMMAND, name, urn: urn(name), props: { connection: { host: "spark-a.local", hostKey: HOST_KEY }, create, ...extra } };
 }
 const rayHead = (flags = "--dashboard-host=127.0.0.1 --dashboard-port=8265") =>
     command("ray-head-launch", `timeout 120 docker exec spark-vllm-spark-a ray start --head --port=6379 --node-ip-address=192.168.100.10 --num-gpus=1 --disable-usage-stats ${flags}`.trim());
@@ -234,4 +235,16 @@ test("image-runs-on-gb10: known images against a Spark and the backend; unknown 
     const old = mp.map(r => r.type === REMOTE_IMAGE ? image(r.name.replace(/-image$/, ""), at("nvcr.io/nvidia/vllm:25.10-py3")) : r);
     assert.match(onStack("image-runs-on-gb10", old)[0], /vLLM 0\.10\.2 has no --nnodes.*\[mp-unsupported/);
     assert.deepEqual(onStack("image-runs-on-gb10", stack({}, at("example.org/own/vllm:custom"))), [], "unknown image: no verdict");
+});
+
+test("ssh-host-keys-pinned: an advisory naming every host whose commands accept any host key, and how to get the key", () => {
+    assert.equal(policy("ssh-host-keys-pinned").enforcementLevel, "advisory");
+    const on = (host: string, hostKey?: unknown) => command(`${host}-preflight`, "true", { connection: { host, ...(hostKey === undefined ? {} : { hostKey }) } });
+    assert.deepEqual(onStack("ssh-host-keys-pinned", [on("spark-a.local", HOST_KEY), on("spark-b.local", HOST_KEY)]), []);
+    const msgs = onStack("ssh-host-keys-pinned", [on("spark-a.local", HOST_KEY), on("spark-b.local"), on("spark-b.local"), on("spark-c.local", "")]);
+    assert.equal(msgs.length, 1);
+    assert.match(msgs[0], /^remote commands to spark-b\.local, spark-c\.local accept any SSH host key/);
+    assert.match(msgs[0], /spark-vllm:hosts\[\]\.ssh\.hostKey .*\/etc\/ssh\/ssh_host_ed25519_key\.pub.*ssh-keyscan -t ed25519 HOST/);
+    // Not known at preview (an output, or a secret the engine hides): no verdict.
+    assert.deepEqual(onStack("ssh-host-keys-pinned", [command("x", "true", { connection: UNKNOWN })]), []);
 });

@@ -61,6 +61,8 @@ export interface SimHost {
     dockerHost: string;
     /** The host's own dockerd and sshd. */
     pids: { sshd: number; dockerd: number };
+    /** Its sshd's public host key, `ssh-ed25519 <base64>` (from its ssh_host_ed25519_key.pub): for hosts[].ssh.hostKey. */
+    hostKey: string;
     storageDriver: string;
 }
 
@@ -472,6 +474,11 @@ async function startDockerd(h: HostState, driver: string): Promise<number> {
     }
 }
 
+/** The host's sshd key (the only HostKey in its sshd_config) as `<type> <base64>`, its comment dropped. */
+function hostPublicKey(h: HostState): string {
+    return fs.readFileSync(path.join(h.root, "etc/ssh_host_ed25519_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ");
+}
+
 function writeSshClientFiles(runDir: string, hosts: HostState[]): { config: string; key: string; knownHosts: string; clientBin: string } {
     const key = path.join(runDir, "id_ed25519");
     const config = path.join(runDir, "ssh_config");
@@ -497,10 +504,7 @@ function writeSshClientFiles(runDir: string, hosts: HostState[]): { config: stri
         "",
     );
     fs.writeFileSync(config, lines.join("\n"));
-    fs.writeFileSync(knownHosts, hosts.map(h => {
-        const pub = fs.readFileSync(path.join(h.root, "etc/ssh_host_ed25519_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ");
-        return `${h.name},${h.address} ${pub}\n`;
-    }).join(""));
+    fs.writeFileSync(knownHosts, hosts.map(h => `${h.name},${h.address} ${hostPublicKey(h)}\n`).join(""));
     for (const tool of ["ssh", "scp", "sftp"]) {
         fs.writeFileSync(path.join(clientBin, tool), `#!/bin/sh\n# spark-vllm sim: the sim's ssh config for every local client (docker CLI included)\nexec /usr/bin/${tool} -F '${config}' "$@"\n`, { mode: 0o755 });
     }
@@ -704,6 +708,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             logDir: path.join(h.root, "vartmp/spark-vllm"),
             dockerHost: `ssh://root@${h.address}`,
             pids: { sshd: h.sshdPid!, dockerd: h.dockerdPid! },
+            hostKey: hostPublicKey(h),
             storageDriver: storageDrivers.get(h.name)!,
         }));
         const byName = (name: string): SimHost => {

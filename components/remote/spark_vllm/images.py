@@ -11,9 +11,20 @@ def image_id(argv):
     return out.strip() if code == 0 and out.strip().startswith("sha256:") else None
 
 
+def pinned_key_options(host_key):
+    """OpenSSH (>= 8.5) options that accept HOST_KEY ("<type> <base64>") and no other key, with no file: the same as the
+    Docker provider's (components/hostKeys.ts openSshPinnedKeyOptions, where the sources are cited). Without one, the
+    head's own known_hosts decides, and batch mode refuses a host it does not know."""
+    if not host_key:
+        return []
+    return ["-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=none", "-o", "GlobalKnownHostsFile=none",
+            "-o", "HostKeyAlgorithms=" + host_key.split(" ")[0], "-o", "KnownHostsCommand=/bin/echo * " + host_key]
+
+
 def image_transfer(args):
     image, target = args["image"], args["target"]
-    ssh = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "%s@%s" % (target["user"], target["address"])]
+    ssh = (["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"] + pinned_key_options(target.get("hostKey"))
+           + ["%s@%s" % (target["user"], target["address"])])
     inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", image]
     have = image_id(inspect)
     if not have:

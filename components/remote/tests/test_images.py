@@ -22,7 +22,9 @@ exit 2
 """
 SSH = """#!/bin/sh
 [ -n "$SSH_REFUSE" ] && { echo "Permission denied (publickey)." >&2; exit 255; }
-shift 5
+printf '%s\\n' "$@" > "$STORE.ssh-argv"
+while [ "$1" = "-o" ]; do shift 2; done
+shift
 STORE="$STORE.worker" exec "$@"
 """
 
@@ -71,6 +73,21 @@ class ImageTransfer(unittest.TestCase):
         code, _, err = call(images.image_transfer, self.args)
         self.assertEqual(code, 1)
         self.assertEqual(err, ["spark-a: after the copy spark-b holds sha256:1111, not sha256:2222"])
+
+    def test_a_pinned_worker_key_is_the_only_one_ssh_accepts(self):
+        with open(self.store, "w") as f:
+            f.write("sha256:1111\n")
+        key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKUcZFdnMYt1+OQnP9uJD4s1CFnLWUciKxw5B95cRYc1"
+        self.args["target"]["hostKey"] = key
+        code, _, err = call(images.image_transfer, self.args)
+        self.assertEqual(code, 0, err)
+        with open(self.store + ".ssh-argv") as f:
+            argv = f.read().splitlines()
+        self.assertEqual(argv[:argv.index("nvidia@192.168.100.11") + 1], ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "StrictHostKeyChecking=yes",
+                                     "-o", "UserKnownHostsFile=none", "-o", "GlobalKnownHostsFile=none",
+                                     "-o", "HostKeyAlgorithms=ssh-ed25519", "-o", "KnownHostsCommand=/bin/echo * " + key,
+                                     "nvidia@192.168.100.11"])
+        self.assertEqual(images.pinned_key_options(None), [])
 
     def test_no_image_on_the_head_and_no_ssh_to_the_worker(self):
         code, _, err = call(images.image_transfer, self.args)
