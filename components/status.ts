@@ -3,6 +3,7 @@
 import { ClusterPlan, HostPlan, toolsPath } from "./plan";
 import { dockerExec, script, shq } from "./scripts";
 import { containerName } from "./naming";
+import { dockerSshOpts } from "./connection";
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
 const CONTAINER_LINE = "spark-vllm-container ";
@@ -118,8 +119,11 @@ export function renderStatus(s: ClusterStatus): string {
     return out.join("\n") + "\n";
 }
 
-/** The OpenSSH client argv that runs the host script (read from stdin by `sh -s`); BatchMode never prompts. */
+/**
+ * The OpenSSH client argv that runs the host script (read from stdin by `sh -s`): the Docker provider's options
+ * (batch mode, never prompting; with `ssh.hostKey`, that key only), your agent's or config's key.
+ */
 export function sshArgv(host: HostPlan): string[] {
     const s = host.host.ssh;
-    return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", String(s.port), `${s.user}@${s.host}`, "sh -s"];
+    return ["ssh", ...dockerSshOpts(host.host), "-p", String(s.port), `${s.user}@${s.host}`, "sh -s"];
 }

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import * as yaml from "js-yaml";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
-import { clusterStatus, hostStatusScript, parseHostOutput } from "../../components/status";
+import { clusterStatus, hostStatusScript, parseHostOutput, sshArgv } from "../../components/status";
 import { TOOLS_FILE, toolsProgram } from "../../components/toolsProgram";
 import { clusterConfig, rawConfig } from "../fixtures";
 
@@ -105,7 +105,7 @@ test("status: a healthy cluster is serving (exit 0), each host asked once over S
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /^stack two: serving qwen3\.5-122b at http:\/\/198\.18\.0\.2:8000\/v1/);
     assert.match(r.stdout, /spark-a \(head\): container running, Ray node running, vLLM pid 812 up 2 h 1 min serving qwen3\.5-122b, \/health 200, 60\.2 of 119\.7 GiB free/);
-    assert.match(r.sent, /198\.18\.0\.2\n-o BatchMode=yes -o ConnectTimeout=10 -p 22 root@198\.18\.0\.2 sh -s\n/);
+    assert.match(r.sent, /198\.18\.0\.2\n-o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=15 -p 22 root@198\.18\.0\.2 sh -s\n/);
     assert.match(r.sent, /docker inspect -f '\{\{\.State\.Status\}\}' spark-vllm-spark-b/);
     assert.equal(r.sent.match(/host-status/g)?.length, 2);
 });
@@ -133,4 +133,14 @@ test("status: usage and config errors keep their exit codes", () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), "status", "--stack", "nosuch", "--dir", os.tmpdir()], { encoding: "utf8" });
     assert.equal(r.status, 3);
     assert.match(r.stderr, /no stack file/);
+});
+
+test("status with ssh.hostKey accepts only that key, as the Docker provider does (no known_hosts needed)", () => {
+    const raw = rawConfig(2);
+    raw.hosts[1].ssh.hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKUcZFdnMYt1+OQnP9uJD4s1CFnLWUciKxw5B95cRYc1";
+    const plan = planCluster(parseSpec(raw));
+    const argv = sshArgv(plan.hosts[1]).join(" ");
+    assert.match(argv, /StrictHostKeyChecking=yes/);
+    assert.match(argv, /KnownHostsCommand=\/bin\/echo \* ssh-ed25519 AAAAC3Nza/);
+    assert.doesNotMatch(sshArgv(plan.hosts[0]).join(" "), /KnownHostsCommand/, "a host without a pinned key uses known_hosts");
 });
