@@ -11,6 +11,7 @@
 #   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
 #   memory-check       in the container: free GPU memory against what vLLM will ask for
 #   ray-probe          wait until every node and GPU has joined the Ray head
+#   ray-env            in the head's container: names vLLM must not copy to its Ray workers (the API key)
 #   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
 #
 # Every subcommand prints progress lines, then one JSON object as its last stdout line
@@ -25,6 +26,7 @@ from spark_vllm.images import image_transfer
 from spark_vllm.memory import flush_page_cache, memory_check
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
+from spark_vllm.rayenv import ray_env
 from spark_vllm.weights import serve_weights, weights
 
 # The usage line lists these in this order; the header above lists each (a test checks both).
@@ -38,6 +40,7 @@ COMMANDS = {
     "flush-page-cache": flush_page_cache,
     "memory-check": memory_check,
     "ray-probe": ray_probe,
+    "ray-env": ray_env,
     "endpoint-probe": endpoint_probe,
 }
 
