@@ -274,7 +274,7 @@ function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostS
     const common = [`--node-ip-address=${host.fabric.address}`, `--num-gpus=${host.gpus}`, "--disable-usage-stats"];
     if (role === "head")
         return ["ray", "start", "--head", `--port=${spec.ray.port}`, ...common,
-            // Ray has no authentication: the dashboard runs anyone's jobs, so it stays on loopback.
+            // Without token authentication (Ray < 2.52) the dashboard runs anyone's jobs: it stays on loopback either way.
             "--dashboard-host=127.0.0.1", `--dashboard-port=${spec.ray.dashboardPort}`];
     return ["ray", "start", `--address=${head.fabric.address}:${spec.ray.port}`, ...common];
 }
