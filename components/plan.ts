@@ -5,6 +5,7 @@ import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunn
 import { findModel } from "./catalog";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
+import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 
 export { containerName, toolsProgram };
 
@@ -17,8 +18,8 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
-    /** Which secret, if any, is piped to the command's stdin. */
-    stdin?: "apiKey" | "hfToken";
+    /** Which secret, if any, is piped to the command's stdin (its first line). */
+    stdin?: "apiKey" | "hfToken" | "rayToken";
     /** Upper bound enforced with `timeout` on the host, in seconds. */
     timeoutSeconds: number;
 }
@@ -133,6 +134,8 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
         ["TRITON_CACHE_DIR", `${spec.model.cacheDir}/spark-vllm-compile/triton`],
         ["TORCHINDUCTOR_CACHE_DIR", `${spec.model.cacheDir}/spark-vllm-compile/inductor`],
     );
+    // Ray token authentication for every Ray process in the container; a Ray older than 2.52 ignores it (rayAuth.ts).
+    if (spec.vllm.backend === "ray") env.push(...rayAuthEnv());
     return env;
 }
 
@@ -273,17 +276,27 @@ function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostS
     const common = [`--node-ip-address=${host.fabric.address}`, `--num-gpus=${host.gpus}`, "--disable-usage-stats"];
     if (role === "head")
         return ["ray", "start", "--head", `--port=${spec.ray.port}`, ...common,
-            // Ray has no authentication: the dashboard runs anyone's jobs, so it stays on loopback.
+            // Without token authentication (Ray < 2.52) the dashboard runs anyone's jobs: it stays on loopback either way.
             "--dashboard-host=127.0.0.1", `--dashboard-port=${spec.ray.dashboardPort}`];
     return ["ray", "start", `--address=${head.fabric.address}:${spec.ray.port}`, ...common];
 }
 
+/**
+ * Starts Ray in a host's container. The cluster's token comes on stdin and goes into a private file in the container
+ * before `ray start` (rayAuth.ts), which the container's RAY_AUTH_MODE/RAY_AUTH_TOKEN_PATH point every Ray process at.
+ */
 function rayLaunch(container: string, argv: string[]): CommandPlan {
-    const stop = ifContainerRunning(container, withTimeout(60, dockerExec(container, ["ray", "stop", "--force"])));
+    const stop = ifContainerRunning(container, withTimeout(60, dockerExecScript(container, script([
+        "ray stop --force", `rm -f ${shq(RAY_TOKEN_FILE)}`]))));
     return {
         // A failed earlier `up` may have left Ray running: stop it first so create is repeatable.
-        create: script([`${withTimeout(60, dockerExec(container, ["ray", "stop", "--force"]))} >/dev/null 2>&1 || true`, withTimeout(120, dockerExec(container, argv))]),
+        create: script([
+            `${withTimeout(60, dockerExec(container, ["ray", "stop", "--force"]))} >/dev/null 2>&1 || true`,
+            // `ray start` leaves daemons behind: they must not hold docker exec's stdin.
+            withTimeout(120, dockerExecScript(container, script(["set -e", ...installRayToken(), `exec ${argvLine(argv)} < /dev/null`]), { stdin: true })),
+        ]),
         delete: stop,
+        stdin: "rayToken",
         timeoutSeconds: 120,
     };
 }
@@ -331,6 +344,8 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
     const body = script([
         "set -e",
         ...(serves ? ["IFS= read -r VLLM_API_KEY", "export VLLM_API_KEY"] : []),
+        // vLLM would copy VLLM_API_KEY to every Ray worker: list it in vLLM's non-carry-over file first (rayAuth.ts).
+        ...(serves && spec.vllm.backend === "ray" ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: RAY_NON_CARRY_OVER })]))] : []),
         ...stop,
         ...detachedLaunch(argv, log, pidFile),
         `echo "vllm serve started, pid ${pidFromFile(pidFile)}, log ${shq(log)} on ${shq(host.name)}"`,

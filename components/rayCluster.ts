@@ -9,6 +9,8 @@ export interface RayClusterArgs {
     plan: ClusterPlan;
     names: ResourceNames;
     wiring: Wiring;
+    /** The cluster's Ray token; it only ever travels on the launches' stdin. */
+    token: pulumi.Input<string>;
 }
 
 /**
@@ -24,8 +26,9 @@ export class RayCluster extends pulumi.ComponentResource {
     constructor(name: string, args: RayClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:RayCluster", name, {}, opts);
         const { plan, names, wiring } = args;
-        this.head = wiring.command(names.of("ray-head"), { parent: this });
-        this.workers = plan.hosts.slice(1).map(h => wiring.command(names.host(h.host.name, "ray"), { parent: this }));
+        const tokenLine = pulumi.secret(pulumi.output(args.token).apply(t => `${t}\n`));
+        this.head = wiring.command(names.of("ray-head"), { parent: this }, tokenLine);
+        this.workers = plan.hosts.slice(1).map(h => wiring.command(names.host(h.host.name, "ray"), { parent: this }, tokenLine));
         this.probe = wiring.command(names.of("ray-probe"), { parent: this });
         this.registerOutputs({ probe: this.probe.stdout });
     }

@@ -138,6 +138,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
 
     if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {} });
     else add({ name: n.of("api-key"), type: PASSWORD, inputs: { length: 40, special: false } });
+    // Ray backend: the cluster's Ray token (components/rayAuth.ts), only ever on the Ray launches' stdin.
+    if (plan.backend === "ray") add({ name: n.of("ray-token"), type: PASSWORD, inputs: { length: 40, special: false } });
 
     // 1. Hosts: Docker provider, helper program, facts. Checked in parallel; nothing else starts before all pass.
     for (const h of hosts) {
@@ -194,10 +196,10 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
     if (plan.backend === "ray") {
         command(n.of("ray-head"), head, plan.head.rayLaunch!, {
-            triggers: launch(head), dependsOn: [container(head), n.of("compat"), ...fabric], replacedBy: [container(head)] });
+            triggers: launch(head), dependsOn: [container(head), n.of("compat"), ...fabric], replacedBy: [container(head), n.of("ray-token")] });
         for (const w of workers)
             command(n.host(w.host.name, "ray"), w.host, w.rayLaunch!, {
-                triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head")] });
+                triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head"), n.of("ray-token")] });
         command(n.of("ray-probe"), head, plan.rayProbe!, { dependsOn: rays, replacedBy: rays });
     }
     // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).

@@ -7,7 +7,7 @@ import { ClusterPlan, planCluster } from "./plan";
 import { PASSWORD, plannedResources } from "./resources";
 import { resourceNames } from "./naming";
 import { Wiring } from "./wiring";
-import { SparkHost } from "./sparkHost";
+import { SparkHost, lastJsonLine } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
 import { ModelWeights } from "./modelWeights";
@@ -59,6 +59,12 @@ export class SparkCluster extends pulumi.ComponentResource {
     /** Preflight facts per host name. */
     readonly hostFacts: pulumi.Output<Record<string, Record<string, unknown>>>;
 
+    private rayToken(name: string, wiring: Wiring, opts: pulumi.CustomResourceOptions): pulumi.Output<string> {
+        const password = new random.RandomPassword(name, wiring.entry(name, PASSWORD).inputs, opts);
+        wiring.set(name, password, digest(password.result));
+        return pulumi.secret(password.result);
+    }
+
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined }));
@@ -72,7 +78,9 @@ export class SparkCluster extends pulumi.ComponentResource {
         const key = args.apiKey ?? password!.result;
         this.apiKey = pulumi.secret(pulumi.output(key));
         // A new key must relaunch vLLM; its digest carries the change without the key itself.
-        wiring.set(keyName, password, pulumi.output(key).apply(k => crypto.createHash("sha256").update(k).digest("hex").slice(0, 16)));
+        wiring.set(keyName, password, digest(key));
+        // Ray backend: the cluster's Ray token, generated; a new one restarts Ray (its digest, as the key's).
+        const rayToken = plan.backend === "ray" ? this.rayToken(names.of("ray-token"), wiring, parent) : undefined;
 
         // 1. Every host checked, in parallel.
         this.hosts = plan.hosts.map(h => new SparkHost(names.host(h.host.name), { plan: h, names, wiring }, parent));
@@ -83,12 +91,14 @@ export class SparkCluster extends pulumi.ComponentResource {
         wiring.set(names.of("containers"), undefined, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
         // 4. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
-        // 5. Does the image's vLLM know the model? Seconds, before anything launches.
+        // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token
+        // authentication) are pulumi warnings, so `pulumi up` shows them.
         this.compat = wiring.command(names.of("compat"), parent);
+        this.compat.stdout.apply(out => compatWarnings(out).forEach(w => pulumi.log.warn(w, this.compat)));
         // 6. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
         if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
         // 7. Ray backend: head, workers, every node joined.
-        if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
+        if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring, token: rayToken! }, parent);
         // 8. Memory on every host, vLLM, and a completion proven to work.
         this.model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: this.apiKey }, parent);
 
@@ -101,4 +111,15 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.serving = this.model.serving;
         this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric, serving: this.serving });
     }
+}
+
+/** A secret's short digest: what a follower's triggers carry instead of the secret. */
+function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.output(secret).apply(k => crypto.createHash("sha256").update(k).digest("hex").slice(0, 16));
+}
+
+/** The compat check's warnings (the "warnings" of its last JSON line). */
+export function compatWarnings(stdout: string): string[] {
+    const warnings = lastJsonLine(stdout).warnings;
+    return Array.isArray(warnings) ? warnings.filter((w): w is string => typeof w === "string") : [];
 }

@@ -35,7 +35,10 @@ function runChild(request: Request, onOutput?: (line: string) => void): Promise<
         });
         child.on("close", code => {
             try {
-                resolve(JSON.parse(fs.readFileSync(`${file}.report`, "utf8")));
+                const report: Report = JSON.parse(fs.readFileSync(`${file}.report`, "utf8"));
+                // Without an engine, pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
+                report.warnings = stderr.split("\n").filter(l => l.startsWith("warning: ")).map(l => l.replace(/^warning: (\[runtime\] )?/, ""));
+                resolve(report);
             } catch {
                 reject(new Error(`test engine exited ${code} without a report:\n${stdout}${stderr}`));
             } finally {

@@ -22,6 +22,8 @@ export interface Report {
     /** The first resource error, as `pulumi up` prints it. */
     error?: string;
     errors: string[];
+    /** What the program logged with pulumi.log.warn (the engine's stderr lines "warning: …"), as `pulumi up` shows it. */
+    warnings?: string[];
     wallMs: number;
     /** Epoch ms the run started; ops' startMs/endMs count from here. */
     startedAt: number;

@@ -40,7 +40,7 @@ function commandStdout(name: string): string {
 function fakeState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
     switch (type) {
         case "random:index/randomPassword:RandomPassword":
-            return { ...inputs, result: "GENERATED-API-KEY-0123456789abcdefghijklmn" };
+            return { ...inputs, result: name.endsWith("-ray-token") ? "GENERATED-RAY-TOKEN-0123456789abcdefghijk" : "GENERATED-API-KEY-0123456789abcdefghijklmn" };
         case "docker:index/remoteImage:RemoteImage":
             return { ...inputs, repoDigest: digestOverrides[name] ?? inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
         case "command:remote:Command":

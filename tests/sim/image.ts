@@ -50,14 +50,16 @@ const V0171: SimRelease = {
     architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
     model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
     transformers: "4.57.1",
-    ray: "2.51.1",
+    // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth):
+    // the default image's Ray enforces the cluster's token
+    ray: "2.52.0",
     ...GB10_READY,
 };
 
 /**
  * tag → release description; written to /etc/vllm-sim/release.json in that image.
- * 0.17.1 and 0.14.0 both have vLLM's Ray-free multi-node launch (from 0.11.0). The last three tags are 0.17.1 images
- * that fail one image check each, the way a real image does on a Spark (tests/sim/README.md "Image variants").
+ * 0.17.1 and 0.14.0 both have vLLM's Ray-free multi-node launch (from 0.11.0). The other tags are 0.17.1 images
+ * that fail (or, old-ray, warn in) one image check each, the way a real image does on a Spark (tests/sim/README.md "Image variants").
  */
 export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     "0.17.1": V0171,
@@ -71,6 +73,8 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     },
     // vLLM images from 0.18 ship no Ray (gpustack/gpustack#5430): no ray package, no ray CLI
     "no-ray": { ...V0171, ray: null },
+    // a Ray from before token authentication (2.52.0): RAY_AUTH_MODE is ignored and the compat check warns
+    "old-ray": { ...V0171, ray: "2.51.1" },
     // a cu126 PyTorch (pytorch/pytorch#182250: 'sm_50' ... 'sm_90'): no sm_12x SASS and no PTX
     "no-sm12x": { ...V0171, cuda: "12.6", torch: "2.11.0+cu126", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
     // CUDA 13.2 (as NGC vLLM 26.05: CUDA 13.2.1, torch 2.12) with Blackwell kernels only as PTX: the 580 driver

@@ -51,7 +51,7 @@ for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "mode
             const own = p.inputs.triggers;
             assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
             // Then one value per name it follows: a resource's id, or a value: a gate's (an agreement) or the API key's digest.
-            const values = new Set([...gates, n.of("api-key")]);
+            const values = new Set([...gates, n.of("api-key"), n.of("ray-token")]);
             const rest = triggers.slice(own.length);
             assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
             p.replacedBy.forEach((follows, i) => {

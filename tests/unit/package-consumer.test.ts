@@ -143,7 +143,8 @@ test("the README's TypeScript program, run by Pulumi's ts-node, builds a cluster
     assert.equal(count(ts, "docker:index/container:Container"), hosts, "one container per host");
     assert.equal(count(ts, "docker:index/remoteImage:RemoteImage"), hosts, "the image on every host");
     assert.equal(count(ts, "pulumi:providers:docker"), hosts, "one Docker provider per host");
-    assert.equal(count(ts, "random:index/randomPassword:RandomPassword"), 1, "a generated API key");
+    const passwords = ts.resources.filter(r => r.type === "random:index/randomPassword:RandomPassword").map(r => r.name).sort();
+    assert.deepEqual(passwords, ["spark-api-key", "spark-ray-token"], "a generated API key and, for Ray, a generated Ray token");
     const commands = ts.resources.filter(r => r.type === "command:remote:Command");
     for (const host of ["spark-a", "spark-b"]) assert.ok(commands.filter(c => c.name.includes(`-${host}-`)).length >= 2, `remote commands on ${host}`);
     assert.equal(ts.outputs?.endpoint, "http://198.18.0.11:8000/v1");
@@ -175,7 +176,9 @@ test("examples/two-models: two clusters on their own pairs of Sparks, one API ke
     assert.equal(example.exitCode, 0, example.log);
     assert.equal(count(example, "spark-vllm:index:SparkCluster"), 2);
     assert.equal(count(example, "docker:index/container:Container"), 4, "one container on each of the four Sparks");
-    assert.equal(count(example, "random:index/randomPassword:RandomPassword"), 0, "no generated key: the config's");
+    const passwords = example.resources.filter(r => r.type === "random:index/randomPassword:RandomPassword").map(r => r.name);
+    assert.deepEqual(passwords.filter(p => p.endsWith("-api-key")), [], "no generated API key: the config's");
+    assert.equal(passwords.filter(p => p.endsWith("-ray-token")).length, 2, "each Ray cluster's own generated Ray token");
     assert.deepEqual(example.outputs?.endpoints, { "qwen3.5-122b": "http://198.18.0.11:8000/v1", "llama-3.3-70b": "http://198.18.0.13:8000/v1" });
     const withKey = example.resources.filter(r => JSON.stringify(r.inputs).includes(EXAMPLE_KEY));
     assert.ok(withKey.length >= 2, "both endpoints get the key");

@@ -7,6 +7,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { toolsProgram } from "../../components/toolsProgram";
+import { installRayToken } from "../../components/rayAuth";
 import { rawConfig } from "../fixtures";
 
 const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
@@ -47,7 +48,7 @@ test("ray start lines: the head binds its own address, workers point at the head
         "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
     for (const i of [1, 2]) {
         assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
-        assert.match(p.hosts[i].rayLaunch!.create, /timeout 120 docker exec spark-vllm-spark-[bc] ray start --address=198\.18\.1\.2:6379/);
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 120 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*exec ray start --address=198\.18\.1\.2:6379 /);
     }
 });
 
@@ -174,4 +175,51 @@ test("the serving proof: on the head after the endpoint probe, key on stdin, its
     const skipped = plan(2, raw => { raw.probes = { serving: false }; });
     assert.equal(skipped.servingProof, undefined);
     assert.ok(!plannedResources(skipped).some(r => r.name === "spark-serving-proof"));
+});
+
+test("Ray token: only on the Ray launches' stdin, never in argv or environment; token mode only with Ray", () => {
+    const p = plan(3);
+    for (const h of p.hosts) {
+        const launch = h.rayLaunch!;
+        assert.equal(launch.stdin, "rayToken");
+        // docker exec -i with the script: no -e/--env, no RAY_AUTH_TOKEN= assignment anywhere
+        assert.match(launch.create, /docker exec -i spark-vllm-spark-[abc] bash -c /);
+        // every docker exec takes no option but -i (no -e/--env), and no RAY_AUTH_TOKEN= assignment anywhere
+        assert.deepEqual([...launch.create.matchAll(/docker exec ((?:-\S+ )*)spark-vllm/g)].map(m => m[1]).sort(), ["", "-i "]);
+        assert.doesNotMatch(launch.create, /RAY_AUTH_TOKEN=/);
+        assert.match(launch.create, /IFS= read -r token/);
+        assert.match(launch.create, /exec ray start [^\n]*< \/dev\/null/);
+        assert.match(launch.delete!, /ray stop --force\nrm -f \/var\/lib\/spark-vllm\/ray\/auth_token/);
+        assert.deepEqual([env(p, p.hosts.indexOf(h)).RAY_AUTH_MODE, env(p, p.hosts.indexOf(h)).RAY_AUTH_TOKEN_PATH],
+            ["token", "/var/lib/spark-vllm/ray/auth_token"]);
+    }
+    for (const c of [p.compat, p.vllmLaunch, p.endpointProbe, p.rayProbe!]) assert.notEqual(c.stdin, "rayToken");
+    const mp = plan(2, raw => { raw.vllm.backend = "mp"; });
+    assert.equal(mp.hosts.some(h => h.rayLaunch), false);
+    assert.equal(env(mp, 0).RAY_AUTH_MODE, undefined);
+    assert.equal(env(plan(1), 0).RAY_AUTH_MODE, undefined);
+});
+
+test("the Ray token script writes the token 0600 in a 0700 directory, and refuses an empty stdin", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "raytoken-"));
+    const file = path.join(dir, "ray", "auth_token");
+    const body = ["set -e", ...installRayToken(file), "echo done"].join("\n");
+    const ok = spawnSync("bash", ["-c", body], { input: "s3cret-token\n", encoding: "utf8" });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(fs.readFileSync(file, "utf8"), "s3cret-token\n");
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
+    assert.deepEqual(fs.readdirSync(path.dirname(file)), ["auth_token"]);
+    const empty = spawnSync("bash", ["-c", body], { input: "", encoding: "utf8" });
+    assert.equal(empty.status, 1);
+    assert.match(empty.stderr, /no Ray token on stdin/);
+    fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("with Ray, the head's vLLM launch lists VLLM_API_KEY in vLLM's non-carry-over file before vllm serve", () => {
+    const ray = plan(2).vllmLaunch.create;
+    const line = "spark_vllm_tools.py ray-env '{\"nonCarryOver\":[\"VLLM_API_KEY\"]}'";
+    assert.ok(ray.includes(line.replace(/'/g, `'"'"'`)) || ray.includes(line), ray);
+    assert.ok(ray.indexOf("ray-env") < ray.indexOf("setsid vllm serve"), "before vllm serve starts");
+    assert.ok(!plan(2, raw => { raw.vllm.backend = "mp"; }).vllmLaunch.create.includes("ray-env"));
 });

@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 // The real program (index.ts) under pulumi.runtime.setMocks.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
@@ -30,7 +31,8 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("pulumi:providers:docker"), hosts);
         assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
         assert.equal(count("docker:index/container:Container"), hosts);
-        assert.equal(count("random:index/randomPassword:RandomPassword"), 1);
+        // the API key; with Ray, the cluster's Ray token too
+        assert.equal(count("random:index/randomPassword:RandomPassword"), hosts > 1 ? 2 : 1);
         // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe, serving proof;
         // two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
         assert.equal(count("command:remote:Command"), 4 * hosts + 4 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
@@ -79,6 +81,39 @@ test("the generated API key appears in no command text or container field, only 
     assert.equal(named(resources, n.of("vllm-launch")).inputs.stdin, `${API_KEY}\n`);
     assert.equal(named(resources, n.of("endpoint-probe")).inputs.stdin, `${API_KEY}\n`);
     assert.equal(named(resources, n.of("serving-proof")).inputs.stdin, `${API_KEY}\n`, "the serving proof's key only on stdin too");
+});
+
+test("the generated Ray token travels only on the Ray launches' stdin; the containers say where it is, not what", () => {
+    const RAY_TOKEN = "GENERATED-RAY-TOKEN-0123456789abcdefghijk"; // the recording mocks' RandomPassword for *-ray-token
+    const { resources } = evaluateWithMocks(clusterConfig(3));
+    assert.deepEqual(named(resources, n.of("ray-token")).inputs, { length: 40, special: false });
+    const launches = [n.of("ray-head"), n.host("spark-b", "ray"), n.host("spark-c", "ray")];
+    for (const r of resources) {
+        const { stdin, ...rest } = r.inputs;
+        assert.ok(!JSON.stringify(rest).includes(RAY_TOKEN), `${r.name} leaks the Ray token outside stdin`);
+        if (launches.includes(r.name)) assert.equal(stdin, `${RAY_TOKEN}\n`, r.name);
+        else assert.ok(!String(stdin ?? "").includes(RAY_TOKEN), `${r.name} gets the Ray token`);
+    }
+    for (const c of byType(resources, "docker:index/container:Container")) {
+        assert.ok(c.inputs.envs.includes("RAY_AUTH_MODE=token"), c.name);
+        assert.ok(c.inputs.envs.includes("RAY_AUTH_TOKEN_PATH=/var/lib/spark-vllm/ray/auth_token"), c.name);
+        assert.ok(!c.inputs.envs.some((e: string) => e.startsWith("RAY_AUTH_TOKEN=")), c.name);
+    }
+    // A new token restarts Ray everywhere: every Ray launch follows it (its digest, never the token, in the triggers).
+    for (const name of launches) assert.ok(JSON.stringify(named(resources, name).inputs.triggers).includes(
+        crypto.createHash("sha256").update(RAY_TOKEN).digest("hex").slice(0, 16)), name);
+});
+
+test("without Ray (mp backend, one host) there is no Ray token and no token mode", () => {
+    const mp = clusterConfig(2);
+    mp["spark-vllm:vllm"] = { ...(mp["spark-vllm:vllm"] as object), backend: "mp" };
+    for (const config of [clusterConfig(1), mp]) {
+        const { resources, error } = evaluateWithMocks(config);
+        assert.equal(error, undefined);
+        assert.equal(resources.filter(r => r.name === n.of("ray-token")).length, 0);
+        for (const c of byType(resources, "docker:index/container:Container"))
+            assert.ok(!c.inputs.envs.some((e: string) => e.startsWith("RAY_AUTH")), c.name);
+    }
 });
 
 test("every launch has a delete that stops what it started", () => {

@@ -60,6 +60,9 @@ def compat(args):
     problems += image_problems
     if problems:
         fail(problems)
+    image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray"))
+    for w in image_facts["warnings"]:
+        say("warning: " + w)
     say(json.dumps(dict(image_facts, model=model, architectures=archs, modelType=model_type, vllmVersion=version,
                         transformers=tf_version, seconds=round(time.time() - started, 2)), sort_keys=True))
 
@@ -71,6 +74,20 @@ def version_tuple(v):
 def use_instead():
     known = data().get("images", {}).get("gb10", [])
     return (" (known to run on a Spark: %s)" % ", ".join(known)) if known else ""
+
+
+def ray_auth_warnings(ray_version):
+    """A Ray before token authentication (RAY_AUTH_MODE=token, Ray >= 2.52.0; docs.ray.io ray-security/token-auth)
+    ignores the token the launch gives it: say so, with the ports that are then open to anyone (Ray's "Ports
+    configurations", doc/source/ray-core/configure.rst) and where the firewall recipe is."""
+    first = data().get("images", {}).get("firstRayWithTokenAuth")
+    if not ray_version or ray_version == "unknown" or not first or version_tuple(ray_version) >= version_tuple(first):
+        return []
+    return ["the image's Ray %s has no token authentication (RAY_AUTH_MODE=token needs Ray >= %s), so this cluster's "
+            "Ray ports are open to anyone on the network, and Ray runs any code a peer sends it: the GCS "
+            "(spark-vllm:ray.port, 6379 by default), the Ray client server (10001), and on every host the node and "
+            "object managers and the worker ports (10002-19999). Admit only the fabric peers with the firewall recipe "
+            "in docs/security.md (section Ray), or use an image with Ray >= %s" % (ray_version, first, first)]
 
 
 def image_checks(backend, vllm_version):

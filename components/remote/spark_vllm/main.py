@@ -11,6 +11,7 @@
 #   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
 #   memory-check       in the container: free GPU memory against what vLLM will ask for
 #   ray-probe          wait until every node and GPU has joined the Ray head
+#   ray-env            in the head's container: names vLLM must not copy to its Ray workers (the API key)
 #   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
 #   serving-proof      on the head: a short streamed load; time to first token p50/p95, output tokens/s
 #   host-status        read-only: this host's vLLM process, health, served model, memory, Ray node (spark-vllm status)
@@ -27,6 +28,7 @@ from spark_vllm.images import image_transfer
 from spark_vllm.memory import flush_page_cache, memory_check
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
+from spark_vllm.rayenv import ray_env
 from spark_vllm.serving import serving_proof
 from spark_vllm.status import host_status_command
 from spark_vllm.weights import serve_weights, weights
@@ -42,6 +44,7 @@ COMMANDS = {
     "flush-page-cache": flush_page_cache,
     "memory-check": memory_check,
     "ray-probe": ray_probe,
+    "ray-env": ray_env,
     "endpoint-probe": endpoint_probe,
     "serving-proof": serving_proof,
     "host-status": host_status_command,

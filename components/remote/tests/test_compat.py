@@ -101,6 +101,21 @@ class Compat(unittest.TestCase):
         code, _, err = self.compat_with(old, dict(self.args, backend="mp"), ray=None)
         self.assertIn("vLLM 0.10.2 in this image has no multi-node mp launch", err[-1])
 
+    def test_a_ray_without_token_authentication_is_a_warning_naming_the_ports_and_the_firewall_recipe(self):
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
+        code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray("2.51.1"))
+        self.assertEqual((code, err), (0, []))
+        warning = ("warning: the image's Ray 2.51.1 has no token authentication (RAY_AUTH_MODE=token needs Ray >= 2.52.0), "
+                   "so this cluster's Ray ports are open to anyone on the network")
+        self.assertTrue(out[0].startswith(warning), out)
+        self.assertIn("the GCS (spark-vllm:ray.port, 6379 by default)", out[0])
+        self.assertIn("docs/security.md (section Ray)", out[0])
+        self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
+        for ok in ("2.52.0", "2.54.1"):
+            code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(ok))
+            self.assertEqual((code, err, json.loads(out[-1])["warnings"]), (0, [], []))
+            self.assertFalse(any(line.startswith("warning:") for line in out))
+
     def test_an_old_vllm_names_the_first_release_from_the_catalog_data(self):
         code, _, err = self.compat_with(fake_vllm("0.14.0", ["LlamaForCausalLM"]), self.args)
         self.assertEqual(code, 1)

@@ -41,7 +41,7 @@ const COMMAND_STDOUT = JSON.stringify({
 function fakeState(type, name, inputs) {
     switch (type) {
         case "random:index/randomPassword:RandomPassword":
-            return { ...inputs, result: "GENERATED-API-KEY-0123456789abcdefghijklmn" };
+            return { ...inputs, result: name.endsWith("-ray-token") ? "GENERATED-RAY-TOKEN-0123456789abcdefghijk" : "GENERATED-API-KEY-0123456789abcdefghijklmn" };
         case "docker:index/remoteImage:RemoteImage":
             return { ...inputs, repoDigest: String(inputs.name).replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
         case "command:remote:Command":

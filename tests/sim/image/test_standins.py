@@ -134,12 +134,24 @@ class StandIns(unittest.TestCase):
     def log(self, name):
         return os.path.join(self.root, name + ".log")
 
-    def serve(self, name, port, *extra, key=None):
+    def serve(self, name, port, *extra, key=None, env=None):
         args = ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
                 "--tensor-parallel-size", "2", "--distributed-executor-backend", "ray",
                 "--host", "127.0.0.1", "--port", str(port), "--gpu-memory-utilization", "0.85",
                 "--max-model-len", "32768"] + list(extra)
-        return self.head.spawn(*args, log=self.log(name), extra={"VLLM_API_KEY": key} if key else None)
+        extra_env = {"VLLM_CONFIG_ROOT": os.path.join(self.root, "vllm-config")}
+        extra_env.update({"VLLM_API_KEY": key} if key else {})
+        extra_env.update(env or {})
+        return self.head.spawn(*args, log=self.log(name), extra=extra_env)
+
+    def worker_env(self):
+        """Names of the variables vLLM carried over to the Ray worker on host b (its raylet records them)."""
+        path = os.path.join(self.worker.env["RAY_SIM_DIR"], "session_latest", "logs", "worker_env.json")
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
 
     def read(self, name):
         with open(self.log(name)) as f:
@@ -167,7 +179,7 @@ class StandIns(unittest.TestCase):
                          "print('qwen3_5_moe' in CONFIG_MAPPING_NAMES)")
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
-        self.assertEqual(lines[0], "0.17.1 2.51.1 4.57.1")
+        self.assertEqual(lines[0], "0.17.1 2.52.0 4.57.1")
         self.assertIn("Qwen3_5MoeForConditionalGeneration", lines[1])
         self.assertEqual(lines[2], "True")
 
@@ -252,6 +264,11 @@ class StandIns(unittest.TestCase):
         r = self.head.run("ray", "status")
         self.assertIn(" 2.0/2.0 GPU", r.stdout)
         self.assertIn("vllm:num_requests_running", http("http://127.0.0.1:%d/metrics" % port)[1])
+        # vLLM carries its VLLM_* variables over to the Ray workers, the API key included when nothing excludes it
+        carried = wait_for(self.worker_env, 5)
+        self.assertIn("VLLM_API_KEY", carried or [], text)
+        self.assertIn("VLLM_HOST_IP", carried)
+        self.assertIn("Copying the following environment variables to workers: [", text)
         # SIGTERM: clean shutdown, port freed
         p.send_signal(signal.SIGTERM)
         self.assertEqual(p.wait(10), 0)
@@ -272,6 +289,25 @@ class StandIns(unittest.TestCase):
             return True
         except OSError:
             return False
+
+    def test_3b_api_key_not_carried_over_when_excluded(self):
+        # vllm/ray/ray_env.py: names in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json are not copied to workers
+        os.remove(os.path.join(self.worker.env["RAY_SIM_DIR"], "session_latest", "logs", "worker_env.json"))
+        conf = os.path.join(self.root, "vllm-config-excl")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "ray_non_carry_over_env_vars.json"), "w") as f:
+            json.dump(["VLLM_API_KEY"], f)
+        port = free_port()
+        p = self.serve("serve-excl", port, key="sekret", env={"VLLM_CONFIG_ROOT": conf})
+        carried = wait_for(self.worker_env, 20)
+        text = self.read("serve-excl")
+        self.assertIsNotNone(carried, text)
+        self.assertNotIn("VLLM_API_KEY", carried)
+        self.assertIn("VLLM_HOST_IP", carried)
+        self.assertIn("RAY_NON_CARRY_OVER_ENV_VARS from config: {'VLLM_API_KEY'}", text)
+        self.assertIn("To exclude env vars from copying, add them to %s/ray_non_carry_over_env_vars.json" % conf, text)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(10), 0)
 
     def test_4_faults(self):
         cases = [
@@ -582,6 +618,82 @@ class StandIns(unittest.TestCase):
         r = self.head.run("ray", "status")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("Could not find any running Ray instance", r.stderr)
+
+
+class RayTokenAuth(unittest.TestCase):
+    """Ray >= 2.52 with RAY_AUTH_MODE=token: every request carries the cluster's token; older Ray ignores the mode."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="raytoken-")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "VLLM_"))}
+        env.update(PYTHONPATH=PYDIR, HOME=self.root, HF_HOME=os.path.join(self.root, "hf"),
+                   VLLM_SIM_RELEASE=os.path.join(self.root, "release.json"), RAY_SIM_CONNECT_TIMEOUT_SECONDS="2")
+        self.token_file = os.path.join(self.root, "secret", "auth_token")
+        os.makedirs(os.path.dirname(self.token_file))
+        with open(self.token_file, "w") as f:
+            f.write("right-token\n")
+        self.head = Host(self.root, "a", "127.0.0.1", env)
+        self.worker = Host(self.root, "b", "127.0.0.2", env)
+        self.port = free_port()
+        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": self.token_file}
+
+    def tearDown(self):
+        for h in (self.head, self.worker):
+            h.run("ray", "stop", "--force")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def release(self, ray_version):
+        with open(self.head.env["VLLM_SIM_RELEASE"], "w") as f:
+            json.dump({"version": "0.17.1", "ray": ray_version}, f)
+
+    def join(self, extra):
+        return self.worker.run("ray", "start", "--address=127.0.0.1:%d" % self.port, "--node-ip-address=127.0.0.2",
+                               "--num-gpus=1", extra=extra)
+
+    def test_token_cluster_refuses_missing_and_wrong_tokens(self):
+        self.release("2.52.0")
+        r = self.head.run("ray", "start", "--head", "--port=%d" % self.port, "--node-ip-address=127.0.0.1",
+                          extra=self.auth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        refused = "InvalidAuthToken: Authentication token is missing or incorrect"
+        r = self.join({})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(refused, r.stderr)
+        r = self.join({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "wrong-token"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(refused, r.stderr)
+        # token mode on, no token anywhere: refused before contacting anyone
+        r = self.join({"RAY_AUTH_MODE": "token"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("RuntimeError: Token authentication is enabled but no authentication token was found.", r.stderr)
+        r = self.join({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": os.path.join(self.root, "none")})
+        self.assertIn("RAY_AUTH_TOKEN_PATH is set but file cannot be opened or is empty: ", r.stderr)
+        # a driver without the token: ConnectionError, as ray.init(address=...) raises
+        r = self.head.py("import ray\ntry:\n    ray.init(address='127.0.0.1:%d')\nexcept ConnectionError as e:\n"
+                         "    print('refused', e)" % self.port)
+        self.assertIn("refused", r.stdout, r.stderr)
+        self.assertIn(refused, r.stdout)
+        # the right token (from the token file, or ~/.ray/auth_token): the node joins and a driver connects
+        r = self.join(self.auth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        code = "import ray; ray.init(address='127.0.0.1:%d'); print(len([n for n in ray.nodes() if n['Alive']]))"
+        r = subprocess.run([sys.executable, "-c", code % self.port], env=dict(self.head.env, **self.auth),
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.stdout.strip(), "2", r.stderr)
+        os.makedirs(os.path.join(self.root, ".ray"))
+        shutil.copy(self.token_file, os.path.join(self.root, ".ray", "auth_token"))
+        r = subprocess.run([sys.executable, "-c", code % self.port], env=dict(self.head.env, RAY_AUTH_MODE="token"),
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.stdout.strip(), "2", r.stderr)
+
+    def test_older_ray_ignores_token_mode(self):
+        self.release("2.51.1")
+        r = self.head.run("ray", "start", "--head", "--port=%d" % self.port, "--node-ip-address=127.0.0.1",
+                          extra=self.auth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.join({})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Ray runtime started.", r.stdout)
 
 
 if __name__ == "__main__":

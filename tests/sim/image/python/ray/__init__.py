@@ -5,7 +5,7 @@ import sys as _sys
 
 import simcommon as _sc
 
-__version__ = _sc.release().get("ray", _sc.RAY_VERSION_DEFAULT)
+__version__ = _sc.ray_version()
 __commit__ = "sim"
 
 _address = None
@@ -50,6 +50,10 @@ def init(address=None, ignore_reinit_error=False, **kwargs):
     _log("Connecting to existing Ray cluster at address: %s..." % addr)
     try:
         _sc.gcs_call(addr, "/api/cluster", timeout=3)
+    except _sc.GcsAuthError as e:
+        # ray.init(address=...) against a token cluster without its token raises ConnectionError
+        # (python/ray/tests/authentication/test_token_auth_integration.py test_connect_without_token_raises_error)
+        raise ConnectionError("Failed to connect to GCS at %s: %s" % (addr, e))
     except _sc.GcsUnavailable:
         raise ConnectionError("Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version "
                               "started successfully at the specified address, and (2) there is no firewall "

@@ -14,7 +14,7 @@ CONNECT_TIMEOUT = float(os.environ.get("RAY_SIM_CONNECT_TIMEOUT_SECONDS", "5"))
 
 
 def ray_version():
-    return sc.release().get("ray", sc.RAY_VERSION_DEFAULT)
+    return sc.ray_version()
 
 
 def log(level, where, msg, stream=None):
@@ -237,6 +237,16 @@ def start(argv):
     ip = sc.node_ip(opts.get("node-ip-address"))
     for d in local_daemons():
         return already_running(d.get("address", "%s:%s" % (ip, opts.get("port", 6379))))
+    # `ray start` checks for a token before it starts anything when RAY_AUTH_MODE=token (ray-project/ray#58276;
+    # the message and RuntimeError as doc/source/ray-security/token-auth.md shows them for Ray 2.52).
+    try:
+        sc.ray_auth_token()
+    except sc.RayTokenError as e:
+        usage_stats_line(opts)
+        fake_traceback(CLI_FRAMES + [(RAY_PY + "/scripts/scripts.py", 946, "start",
+                                      "ensure_token_if_auth_enabled(system_config, create_token_if_missing=False)")],
+                       "RuntimeError: %s" % e)
+        return 1
     if opts.get("head"):
         return start_head(opts, ip)
     address = opts.get("address")
@@ -348,6 +358,14 @@ def start_worker(opts, ip, address):
                 if code == 200:
                     registered = True
                     break
+            except sc.GcsAuthError as e:
+                # The head's GCS is in token mode and this node's token is missing or another one. The status text is
+                # Ray's (simcommon.AUTH_REFUSED); the Python exception wrapped around it here is the stand-in's.
+                fake_traceback(CLI_FRAMES + [
+                    (RAY_PY + "/scripts/scripts.py", 1117, "start", "node = ray._private.node.Node("),
+                    (RAY_PY + "/_private/node.py", 187, "__init__", "self._init_gcs_client()")],
+                    "RuntimeError: Failed to connect to GCS at %s: %s" % (address, e))
+                return 1
             except sc.GcsUnavailable:
                 pass
         if time.time() >= next_warn:

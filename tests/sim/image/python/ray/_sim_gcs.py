@@ -19,11 +19,25 @@ PG_LEASE_SECONDS = 5.0
 
 
 class ClusterState:
-    def __init__(self, session):
+    def __init__(self, session, token=None):
         self.lock = threading.Lock()
         self.nodes = {}
         self.pgs = {}
         self.session = session
+        # Token mode: the token every request must carry (the head's own, loaded as Ray loads it).
+        self.token = token
+        # Environment a driver (vLLM's RayDistributedExecutor) sends to the workers on a node, until its raylet
+        # picks it up with its next heartbeat.
+        self.worker_env = {}
+
+    def put_worker_env(self, node_ids, env):
+        with self.lock:
+            for nid in node_ids:
+                self.worker_env[nid] = dict(env)
+
+    def take_worker_env(self, node_id):
+        with self.lock:
+            return self.worker_env.pop(node_id, None)
 
     def _refresh(self):
         now = time.time()
@@ -117,7 +131,18 @@ def make_handler(state):
             except ValueError:
                 return {}
 
+        def _refused(self):
+            """Token mode: a request without this cluster's token gets Ray's refusal (simcommon AUTH_REFUSED)."""
+            if not state.token:
+                return False
+            if self.headers.get("authorization") == "Bearer " + state.token:
+                return False
+            self._send(401, {"error": sc.AUTH_REFUSED})
+            return True
+
         def do_GET(self):
+            if self._refused():
+                return
             if self.path in ("/api/cluster", "/api/nodes"):
                 return self._send(200, state.snapshot())
             if self.path == "/api/version":
@@ -126,13 +151,18 @@ def make_handler(state):
             return self._send(404, {"error": "not found"})
 
         def do_POST(self):
+            if self._refused():
+                return
             b = self._body()
             if self.path == "/api/register":
                 state.register(b)
                 return self._send(200, {"ok": True, "session": state.session})
             if self.path == "/api/heartbeat":
                 code = state.heartbeat(b.get("node_id"))
-                return self._send(code, {"ok": code == 200})
+                return self._send(code, {"ok": code == 200, "env": state.take_worker_env(b.get("node_id"))})
+            if self.path == "/api/worker_env":
+                state.put_worker_env(b.get("node_ids") or [], b.get("env") or {})
+                return self._send(200, {"ok": True})
             if self.path == "/api/unregister":
                 state.unregister(b.get("node_id"))
                 return self._send(200, {"ok": True})
@@ -155,7 +185,7 @@ def _log(msg, level="INFO", where="gcs_server.cc:1"):
 
 def run_head(listen_fd, node, session, dashboard=None):
     """Serve the GCS on an already bound+listening socket (fd), register own node."""
-    state = ClusterState(session)
+    state = ClusterState(session, sc.ray_auth_token())
     sock = socket.socket(fileno=listen_fd)
     server = ThreadingHTTPServer(sock.getsockname(), make_handler(state), bind_and_activate=False)
     server.socket.close()
@@ -190,6 +220,16 @@ def run_head(listen_fd, node, session, dashboard=None):
     return 0
 
 
+def worker_env_file():
+    return os.path.join(sc.ray_dir(), "session_latest", "logs", "worker_env.json")
+
+
+def record_worker_env(env):
+    """What a Ray worker on this node received from the driver: the variable names (never the values), so a test
+    can see which ones vLLM carried over (the real RayWorkerWrapper sets them in its own os.environ)."""
+    sc.write_json(worker_env_file(), sorted(env))
+
+
 def run_worker(address, node):
     """Heartbeat loop of a worker raylet; exits when marked dead or on SIGTERM."""
     stop = threading.Event()
@@ -202,7 +242,7 @@ def run_worker(address, node):
     last_ok = time.time()
     while not stop.wait(HEARTBEAT_SECONDS):
         try:
-            code, _ = sc.gcs_call(address, "/api/heartbeat", {"node_id": node["NodeID"]}, timeout=1.5)
+            code, body = sc.gcs_call(address, "/api/heartbeat", {"node_id": node["NodeID"]}, timeout=1.5)
         except sc.GcsUnavailable:
             if time.time() - last_ok > 60:
                 _log("Failed to connect to GCS within 60 seconds. GCS may have been killed. "
@@ -211,6 +251,8 @@ def run_worker(address, node):
                      level="ERROR", where="gcs_rpc_client.h:179")
                 return 1
             continue
+        if code == 200 and body and body.get("env") is not None:
+            record_worker_env(body["env"])
         if code == 404:
             try:
                 sc.gcs_call(address, "/api/register", node)

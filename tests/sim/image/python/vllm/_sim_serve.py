@@ -31,6 +31,13 @@ STOP = threading.Event()
 GIB = 1024 ** 3
 
 
+def vllm_config_root():
+    """VLLM_CONFIG_ROOT as vllm/envs.py resolves it: the variable (user-expanded), else $XDG_CONFIG_HOME/vllm, else
+    ~/.config/vllm (get_default_config_root)."""
+    default = os.path.join(os.getenv("XDG_CONFIG_HOME", os.path.join(os.path.expanduser("~"), ".config")), "vllm")
+    return os.path.expanduser(os.getenv("VLLM_CONFIG_ROOT", default))
+
+
 class Fatal(Exception):
     """Already reported; exit with the given code."""
 
@@ -687,11 +694,7 @@ class Server:
                 interval *= 2
                 next_log = now + interval
             time.sleep(0.3)
-        e.info("ray_env.py:66", "Env var prefixes to copy: ['HF_', 'HUGGING_FACE_', 'LMCACHE_', 'NCCL_', "
-               "'UCX_', 'VLLM_']")
-        carried = sorted(k for k in os.environ if k.startswith(("HF_", "NCCL_", "UCX_", "VLLM_"))
-                         and k != "VLLM_API_KEY")
-        e.info("ray_env.py:67", "Copying the following environment variables to workers: %r" % carried)
+        self.copy_env_to_workers()
         threading.Thread(target=self.lease_loop, daemon=True).start()
         # per-worker images: a worker whose image lacks the architecture fails model inspection there
         for rank, n in enumerate(self.bundles):
@@ -701,6 +704,38 @@ class Server:
                     n.get("pid") or 0, n["NodeManagerAddress"]))
                 wlog.info("worker_base.py:250", "vLLM version on this node: %s" % img.get("vllm"))
                 self.inspect_failed(wlog)
+
+    def copy_env_to_workers(self):
+        """vLLM's RayDistributedExecutor sends the driver's environment to every Ray worker it starts; which variables,
+        as vllm/ray/ray_env.py get_env_vars_to_copy decides (after vllm-project/vllm#34383): the registered VLLM_*
+        variables and any set variable with a prefix in DEFAULT_ENV_VAR_PREFIXES, plus PYTHONHASHSEED, minus the
+        names listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (read once, at import). VLLM_API_KEY is a
+        registered VLLM_* variable (vllm/envs.py): it is carried over unless that file names it. The workers on
+        other nodes get the values over the GCS (their raylet records the names, _sim_gcs.record_worker_env)."""
+        e = self.eng
+        prefixes = ["HF_", "HUGGING_FACE_", "LMCACHE_", "NCCL_", "UCX_", "VLLM_"]
+        path = os.path.join(vllm_config_root(), "ray_non_carry_over_env_vars.json")
+        excluded = set()
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    excluded = set(json.load(f))
+            except ValueError:
+                e.warning("ray_env.py:27", "Failed to parse %s. Using an empty set for non-carry-over env vars." % path)
+        carried = sorted(k for k in os.environ if (k.startswith(tuple(prefixes)) or k == "PYTHONHASHSEED")
+                         and k not in excluded)
+        e.info("ray_env.py:96", "Env var prefixes to copy: %r" % prefixes)
+        e.info("ray_env.py:97", "Copying the following environment variables to workers: %r" % carried)
+        if excluded:
+            e.info("ray_env.py:103", "RAY_NON_CARRY_OVER_ENV_VARS from config: %r" % excluded)
+        e.info("ray_env.py:107", "To exclude env vars from copying, add them to %s" % path)
+        workers = [n["NodeID"] for n in self.bundles if n["NodeManagerAddress"] != self.my_ip]
+        if self.gcs and workers:
+            try:
+                sc.gcs_call(self.gcs, "/api/worker_env", {"node_ids": workers,
+                                                          "env": {k: os.environ[k] for k in carried}}, timeout=2)
+            except sc.GcsUnavailable:
+                pass
 
     def try_place(self, snap):
         used = {}
