@@ -10,6 +10,8 @@ export interface RecordedResource {
     name: string;
     inputs: Record<string, any>;
     provider?: string;
+    /** The names of the resources its registration depends on (its dependsOn and the resources behind its inputs). */
+    dependencies?: string[];
 }
 
 export interface Evaluation {
