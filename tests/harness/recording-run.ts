@@ -12,6 +12,8 @@ interface Recorded {
     provider?: string;
     /** The names of the resources its registration depends on (dependsOn and inputs), as the engine is told. */
     dependencies?: string[];
+    answeredBefore?: number;
+    answeredAs?: number;
 }
 
 const resources: Recorded[] = [];
@@ -45,6 +47,9 @@ interface RegisterRequest {
     getDependenciesList(): string[];
 }
 
+let delays: Record<string, number> = {};
+let answered = 0;
+
 let digestOverrides: Record<string, string> = {};
 let manifestOverrides: Record<string, Record<string, number>> = {};
 
@@ -75,6 +80,7 @@ async function main(): Promise<void> {
     const request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
     digestOverrides = request.digestOverrides ?? {};
     manifestOverrides = request.manifestOverrides ?? {};
+    delays = request.delays ?? {};
     try {
         const outputs = await evaluate({
             stack: request.stack,
@@ -83,8 +89,11 @@ async function main(): Promise<void> {
             secretKeys: request.secretKeys,
             afterMocks: watchDependencies,
             mocks: {
-                newResource(args) {
-                    resources.push({ type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider, dependencies: dependencies.get(args.name) });
+                async newResource(args) {
+                    const recorded: Recorded = { type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider, dependencies: dependencies.get(args.name), answeredBefore: answered };
+                    resources.push(recorded);
+                    if (delays[args.name]) await new Promise(r => setTimeout(r, delays[args.name]));
+                    recorded.answeredAs = answered++;
                     return { id: `${args.name}-id`, state: fakeState(args.type, args.name, args.inputs) };
                 },
                 call: args => args.inputs,

@@ -19,6 +19,7 @@ const NS = "spark-vllm:";
 const GATHERERS = new Set([
     n.of("preflights"), n.of("images"), n.of("containers"), n.of("weights"), // gates: one edge in per host
     n.of("compat"), // runs once every host's weights are in place (and they agree)
+    n.of("ray-head"), // starts once every host's fabric rank has passed
     n.of("ray-probe"), // waits for every Ray node
     n.of("vllm-launch"), // after every host's memory gate
     n.of("endpoint-probe"), // mp: after every host's launch
@@ -94,18 +95,20 @@ for (const [variant, change] of VARIANTS.slice(0, 2))
         assert.deepEqual(grew.filter(g => !GATHERERS.has(g.slice(0, g.indexOf(".")))), [], "registrations whose dependencies grow with the hosts");
     });
 
-test("program: the gates order: every preflight is registered before any image, every image before any container", () => {
-    const rs = registrations(7);
-    const at = (role: string) => rs.flatMap((r, i) => (r.name.endsWith(`-${role}`) && /spark-\d{3}/.test(r.name) ? [i] : []));
-    const [preflights, images, containers] = [at("preflight"), at("image"), at("container")];
-    assert.equal(preflights.length, 7);
-    assert.equal(images.length, 7);
-    assert.equal(containers.length, 7);
-    assert.ok(Math.max(...preflights) < Math.min(...images), `preflights at ${preflights}, images at ${images}`);
-    assert.ok(Math.max(...images) < Math.min(...containers), `images at ${images}, containers at ${containers}`);
+test("program: the gates order: with one host's preflight slow, no image is pulled before it passed, no container before every image", () => {
+    const slow = "spark-006";
+    const e = evaluateWithMocks(config(7), { stack: "scale", delays: { [`spark-${slow}-preflight`]: 1500, [`spark-${slow}-image`]: 1500 } });
+    assert.equal(e.error, undefined);
+    const rs = e.resources;
+    const of = (role: string) => rs.filter(r => r.name.endsWith(`-${role}`) && /spark-\d{3}/.test(r.name));
+    const [preflights, images, containers] = [of("preflight"), of("image"), of("container")];
+    assert.deepEqual([preflights.length, images.length, containers.length], [7, 7, 7]);
+    // Every image requested only after the slow preflight was answered (created), every container after the slow image.
+    const answer = (name: string) => rs.find(r => r.name === name)!.answeredAs!;
+    const [slowPreflight, slowImage] = [answer(`spark-${slow}-preflight`), answer(`spark-${slow}-image`)];
+    for (const image of images) assert.ok(slowPreflight < image.answeredBefore!, `${image.name} requested before ${slow}'s preflight was answered`);
+    for (const container of containers) assert.ok(slowImage < container.answeredBefore!, `${container.name} requested before ${slow}'s image was answered`);
     // Each image and container still names its own host's resources for the engine (state, delete order).
-    for (const r of rs.filter(r => r.type === "docker:index/remoteImage:RemoteImage"))
-        assert.ok(r.dependencies!.includes(r.name.replace(/-image$/, "-preflight")), `${r.name}: ${r.dependencies}`);
-    for (const r of rs.filter(r => r.type === "docker:index/container:Container"))
-        assert.ok(r.dependencies!.includes(r.name.replace(/-container$/, "-image")), `${r.name}: ${r.dependencies}`);
+    for (const r of images) assert.ok(r.dependencies!.includes(r.name.replace(/-image$/, "-preflight")), `${r.name}: ${r.dependencies}`);
+    for (const r of containers) assert.ok(r.dependencies!.includes(r.name.replace(/-container$/, "-image")), `${r.name}: ${r.dependencies}`);
 });
