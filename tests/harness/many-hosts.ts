@@ -9,7 +9,7 @@ export function testAddresses(i: number): { ssh: string; fabric: string } {
     return { ssh: `198.18.${third}.${fourth}`, fabric: `198.19.${third}.${fourth}` };
 }
 
-/** n hosts, TP=2 × PP=n/2 (TP=n for an odd n). */
+/** n hosts, TP × PP = n: TP=2, doubled while PP would exceed the 64 the spec allows (TP=n for an odd n). */
 export function manyHostConfig(n: number): Record<string, unknown> {
     const base = clusterConfig(2);
     const hosts = Array.from({ length: n }, (_, i) => {
@@ -17,6 +17,7 @@ export function manyHostConfig(n: number): Record<string, unknown> {
         const a = testAddresses(i);
         return { ...h, name: `spark-${String(i).padStart(3, "0")}`, ssh: { ...h.ssh, host: a.ssh }, fabric: { ...h.fabric, address: a.fabric } };
     });
-    const tp = n % 2 === 0 ? 2 : n;
+    let tp = n % 2 === 0 ? 2 : n;
+    while (n / tp > 64 && n % (tp * 2) === 0) tp *= 2;
     return { ...base, "spark-vllm:hosts": hosts, "spark-vllm:vllm": { ...(base["spark-vllm:vllm"] as object), tensorParallelSize: tp, pipelineParallelSize: n / tp } };
 }
