@@ -5,7 +5,7 @@
 //   BENCH_QUICK=1 npm run bench   the same
 //   --out DIR                     write results.json / results.md to DIR instead
 //   --only diagnose               only the diagnosis bench (bench/diagnose.ts): no root, no sim, seconds
-//   --only evaluate [--hosts 64,256]  only program evaluation under mocks (issue 17): no root, no sim
+//   --only evaluate [--hosts 64,256] [--runs N]  only program evaluation under mocks (issue 17): no root, no sim
 //   --only cli                    only the CLI cold start (plan/diff/diagnose; builds dist/ first): no root, no sim
 //
 // Every figure is the median of several runs with min and max; results.json also holds each run.
@@ -45,6 +45,12 @@ const P = QUICK
     ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
     : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, evalRuns: 3, evalHosts: [2, 8, 64, 256] };
 if (HOSTS) P.evalHosts = HOSTS;
+const runsArg = argv.indexOf("--runs");
+/** --runs N: evaluations per host count (default 3; 1 with --quick). */
+if (runsArg >= 0) {
+    P.evalRuns = Number(argv[runsArg + 1]);
+    if (!Number.isInteger(P.evalRuns) || P.evalRuns < 1) throw new Error(`--runs ${argv[runsArg + 1]}: a positive whole number`);
+}
 /** Cold starts per CLI command and mode. */
 const CLI_RUNS = QUICK ? 1 : 5;
 /** Crash scenario: the stand-in loads for 30 s and dies 6 s after `vllm serve` started (the probe is polling by then). */
