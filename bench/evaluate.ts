@@ -4,25 +4,11 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { clusterConfig, hostConfig } from "../tests/fixtures";
+import { manyHostConfig } from "../tests/harness/many-hosts";
 
 const ROOT = path.join(__dirname, "..");
 
-/** A valid n-host config on test addresses (198.18.0.0/15): TP=2 × PP=n/2 (TP=n below 2 hosts). */
-export function manyHostConfig(n: number): Record<string, unknown> {
-    const base = clusterConfig(2);
-    const hosts = Array.from({ length: n }, (_, i) => {
-        const h = hostConfig(0);
-        return {
-            ...h,
-            name: `spark-${String(i).padStart(2, "0")}`,
-            ssh: { ...h.ssh, host: `198.18.0.${i + 2}` },
-            fabric: { ...h.fabric, address: `198.18.1.${i + 2}` },
-        };
-    });
-    const tp = n % 2 === 0 ? 2 : n;
-    return { ...base, "spark-vllm:hosts": hosts, "spark-vllm:vllm": { ...(base["spark-vllm:vllm"] as object), tensorParallelSize: tp, pipelineParallelSize: n / tp } };
-}
+export { manyHostConfig };
 
 export interface Evaluation {
     hosts: number;
@@ -35,7 +21,6 @@ export interface Evaluation {
 }
 
 export function evaluateOnce(n: number): Evaluation {
-    if (n > 250) throw new Error("at most 250 hosts on the test addresses");
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-eval-"));
     try {
         const request = path.join(dir, "request.json");

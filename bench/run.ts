@@ -5,6 +5,8 @@
 //   BENCH_QUICK=1 npm run bench   the same
 //   --out DIR                     write results.json / results.md to DIR instead
 //   --only diagnose               only the diagnosis bench (bench/diagnose.ts): no root, no sim, seconds
+//   --only evaluate [--hosts 64,256] [--runs N]  only program evaluation under mocks (issue 17): no root, no sim
+//   --only cli                    only the CLI cold start (plan/diff/diagnose; builds dist/ first): no root, no sim
 //
 // Every figure is the median of several runs with min and max; results.json also holds each run.
 // Between scenarios the stack is destroyed, the hosts are checked for leftovers and faults are
@@ -19,6 +21,7 @@ import { Report, Stack, destroy as engineDestroy, up as engineUp } from "../test
 import { CriticalPath, Row, criticalPath, fingerprint, fmt, machine, markdown, round, source, summarize, work } from "./lib";
 import { Evaluation, evaluateOnce } from "./evaluate";
 import { diagnoseBench } from "./diagnose";
+import { CLI_COMMANDS, CliMode, CliRun, buildDist, cliOnce } from "./cli";
 import { resourceNames } from "../components/naming";
 
 const N = resourceNames();
@@ -30,10 +33,26 @@ const QUICK = argv.includes("--quick") || ["1", "true", "yes"].includes(String(p
 const outArg = argv.indexOf("--out");
 const onlyArg = argv.indexOf("--only");
 const ONLY = onlyArg >= 0 ? argv[onlyArg + 1] : undefined;
+const hostsArg = argv.indexOf("--hosts");
+/** --hosts 64,256: the host counts of the evaluation bench. */
+const HOSTS = hostsArg >= 0 ? argv[hostsArg + 1].split(",").map(x => {
+    const n = Number(x);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--hosts ${argv[hostsArg + 1]}: a comma-separated list of host counts, e.g. 64,256`);
+    return n;
+}) : undefined;
 
 const P = QUICK
     ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
-    : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, evalRuns: 3, evalHosts: [2, 8, 32, 64] };
+    : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, evalRuns: 3, evalHosts: [2, 8, 64, 256] };
+if (HOSTS) P.evalHosts = HOSTS;
+const runsArg = argv.indexOf("--runs");
+/** --runs N: evaluations per host count (default 3; 1 with --quick). */
+if (runsArg >= 0) {
+    P.evalRuns = Number(argv[runsArg + 1]);
+    if (!Number.isInteger(P.evalRuns) || P.evalRuns < 1) throw new Error(`--runs ${argv[runsArg + 1]}: a positive whole number`);
+}
+/** Cold starts per CLI command and mode. */
+const CLI_RUNS = QUICK ? 1 : 5;
 /** Crash scenario: the stand-in loads for 30 s and dies 6 s after `vllm serve` started (the probe is polling by then). */
 const CRASH = { load_seconds: 30, crash_after_seconds: 6 };
 /** Hang scenario: NCCL never completes; the endpoint probe gives up after this many seconds (the minimum allowed). */
@@ -273,9 +292,112 @@ function evaluations(): Evaluation[] {
     return all;
 }
 
+/** Per host count: resources, and the medians (with min, max, runs) of time and peak memory. */
+function evaluationSummary(evals: Evaluation[]): Record<string, any> {
+    const evaluation: Record<string, any> = {};
+    for (const n of P.evalHosts) {
+        const es = evals.filter(e => e.hosts === n);
+        evaluation[`hosts${n}`] = {
+            hosts: n,
+            resources: es[0].resources,
+            evaluateSeconds: summarize(es.map(e => e.evaluateSeconds)),
+            wallSeconds: summarize(es.map(e => e.wallSeconds)),
+            peakRssMiB: summarize(es.map(e => e.peakRssMiB)),
+        };
+    }
+    // Each larger count against the smallest: for linear evaluation, time and memory grow no faster than the resources.
+    const [first, ...rest] = P.evalHosts;
+    for (const n of rest) {
+        const [a, b] = [evaluation[`hosts${first}`], evaluation[`hosts${n}`]];
+        b.ratioTo = {
+            hosts: first,
+            wallSeconds: round(b.wallSeconds.median / a.wallSeconds.median),
+            evaluateSeconds: round(b.evaluateSeconds.median / a.evaluateSeconds.median),
+            peakRssMiB: round(b.peakRssMiB.median / a.peakRssMiB.median),
+            resources: round(b.resources / a.resources),
+        };
+    }
+    return evaluation;
+}
+
+function evaluationRows(evaluation: Record<string, any>): Row[] {
+    const rows: Row[] = [];
+    for (const n of P.evalHosts) {
+        const e = evaluation[`hosts${n}`];
+        const r = e.ratioTo;
+        rows.push({ figure: `Program evaluation under mocks, ${n} hosts (${e.resources} resources): wall`, value: e.wallSeconds, unit: "s",
+            note: `the child process, spawn to exit (node, tsx, the SDK, every registration).${r ? ` ${fmt(r.wallSeconds)}× the ${r.hosts}-host figure for ${fmt(r.resources)}× the resources.` : ""} Super-linear growth = a quadratic step` });
+        rows.push({ figure: `Program evaluation under mocks, ${n} hosts: after node/tsx start`, value: e.evaluateSeconds, unit: "s",
+            note: `from the child's first user code to its exit.${r ? ` ${fmt(r.evaluateSeconds)}× the ${r.hosts}-host figure` : ""}` });
+        rows.push({ figure: `Program evaluation under mocks, ${n} hosts: peak RSS`, value: e.peakRssMiB, unit: "MiB",
+            note: `of the evaluation child.${r ? ` ${fmt(r.peakRssMiB)}× the ${r.hosts}-host figure` : ""}` });
+    }
+    return rows;
+}
+
+function cliBench(): { runs: CliRun[]; summary: Record<string, any>; rows: Row[] } {
+    buildDist();
+    unchanged("npm run build");
+    const runs: CliRun[] = [];
+    for (let run = 1; run <= CLI_RUNS; run++)
+        for (const c of CLI_COMMANDS)
+            for (const mode of ["dist", "source"] as CliMode[]) {
+                const r = cliOnce(c, mode);
+                log(`cli ${c.label} (${mode}) #${run}: ${round(r.seconds, 2)} s`);
+                runs.push(r);
+            }
+    const summary: Record<string, any> = {};
+    const rows: Row[] = [];
+    for (const c of CLI_COMMANDS)
+        for (const mode of ["dist", "source"] as CliMode[]) {
+            const s = summarize(runs.filter(r => r.command === c.label && r.mode === mode).map(r => r.seconds));
+            summary[`${c.args[0]}.${mode}`] = { command: c.label, mode, seconds: s };
+            rows.push({ figure: `CLI cold start: \`spark-vllm ${c.label}\` (${mode === "dist" ? "compiled dist/" : "TypeScript sources via tsx"})`, value: s, unit: "s",
+                note: mode === "dist" ? "< 1 s. What the installed package, and a checkout after `npm run build`, runs" : "what a checkout runs while dist/ is stale: tsx loads and compiles the sources" });
+        }
+    return { runs, summary, rows };
+}
+
+/** --only evaluate / --only cli: no sim, no root; results.json and results.md in --out (default a temp dir). */
+function alone(which: "evaluate" | "cli"): void {
+    const outDir = outArg >= 0 ? path.resolve(argv[outArg + 1]) : fs.mkdtempSync(path.join(os.tmpdir(), `spark-vllm-bench-${which}-`));
+    const m = machine();
+    const command = `npm run bench -- ${argv.join(" ")}`;
+    log(`${which} on ${m.cpus} CPUs, load ${m.loadAverage.start}; results in ${outDir}`);
+    const results: Record<string, any> = { command, quick: QUICK, machine: m, source: measured };
+    let rows: Row[];
+    if (which === "evaluate") {
+        const evals = evaluations();
+        results.parameters = { evalRuns: P.evalRuns, evalHosts: P.evalHosts };
+        results.evaluation = evaluationSummary(evals);
+        results.runs = { evaluations: evals };
+        rows = evaluationRows(results.evaluation);
+    } else {
+        const cli = cliBench();
+        results.parameters = { cliRuns: CLI_RUNS, commands: CLI_COMMANDS };
+        results.cli = cli.summary;
+        results.runs = { cli: cli.runs };
+        rows = cli.rows;
+    }
+    m.loadAverage.end = round(os.loadavg()[0], 2);
+    results.durationSeconds = secs(Date.now() - t0);
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 2) + "\n");
+    const md = markdown(`spark-vllm benchmarks: ${which === "evaluate" ? "program evaluation under mocks" : "CLI cold start"}`, m, command, rows,
+        [`Program measured: ${describe(measured)}.`]);
+    fs.writeFileSync(path.join(outDir, "results.md"), md);
+    process.stdout.write(md);
+    log(`wrote ${path.join(outDir, "results.json")} and results.md`);
+}
+
+function describe(src: ReturnType<typeof source>): string {
+    return `${src.commit ? `commit ${src.commit.slice(0, 12)}${src.changedFromCommit?.length ? ` with local changes to ${src.changedFromCommit.join(", ")}` : ", no local changes"}` : "not a git checkout"} (fingerprint ${src.fingerprint})`;
+}
+
 async function main(): Promise<void> {
     if (ONLY !== undefined) {
-        if (ONLY !== "diagnose") throw new Error(`--only ${ONLY}: the benches that run alone are: diagnose`);
+        if (ONLY === "evaluate" || ONLY === "cli") return alone(ONLY);
+        if (ONLY !== "diagnose") throw new Error(`--only ${ONLY}: the benches that run alone are: diagnose, evaluate, cli`);
         return diagnoseBench({ quick: QUICK, outDir: outArg >= 0 ? path.resolve(argv[outArg + 1]) : undefined });
     }
     if (process.getuid?.() !== 0) throw new Error("the bench needs root for the simulated hosts (network namespaces, dockerd, sshd)");
@@ -334,16 +456,8 @@ async function main(): Promise<void> {
         processSeconds: summarize(s.compat.map((c: any) => c.processSeconds)),
         launchesBeforeVerdict: summarize(s.compat.map((c: any) => c.launches)),
     };
-    const evaluation: Record<string, any> = {};
-    for (const n of P.evalHosts) {
-        const es = evals.filter(e => e.hosts === n);
-        evaluation[`hosts${n}`] = {
-            resources: es[0].resources,
-            evaluateSeconds: summarize(es.map(e => e.evaluateSeconds)),
-            wallSeconds: summarize(es.map(e => e.wallSeconds)),
-            peakRssMiB: summarize(es.map(e => e.peakRssMiB)),
-        };
-    }
+    const evaluation = evaluationSummary(evals);
+    const cli = cliBench();
 
     const rows: Row[] = [];
     const L = P.loadSeconds;
@@ -376,12 +490,7 @@ async function main(): Promise<void> {
     rows.push({ figure: "Compatibility verdict: start of `up` → 0.14.0 refused", value: compat.seconds, unit: "s",
         note: "before any launch; rises if the check moves after Ray or vLLM start, or becomes slow" });
     rows.push({ figure: "Launches before the compatibility verdict", value: compat.launchesBeforeVerdict, unit: "count", note: "0. > 0 if Ray or vLLM start before the check" });
-    for (const n of P.evalHosts) {
-        const e = evaluation[`hosts${n}`];
-        rows.push({ figure: `Program evaluation under mocks, ${n} hosts (${e.resources} resources): time`, value: e.evaluateSeconds, unit: "s",
-            note: "child process, after node/tsx start. Super-linear growth in hosts = a quadratic step in the program" });
-        rows.push({ figure: `Program evaluation under mocks, ${n} hosts: peak RSS`, value: e.peakRssMiB, unit: "MiB", note: "of the evaluation child" });
-    }
+    rows.push(...evaluationRows(evaluation), ...cli.rows);
 
     const chainLines: string[] = [];
     for (const n of P.hostCounts) {
@@ -403,13 +512,14 @@ async function main(): Promise<void> {
         rerun,
         compatibility: compat,
         evaluation,
-        runs: { ...s, evaluations: evals },
+        cli: cli.summary,
+        runs: { ...s, evaluations: evals, cli: cli.runs },
         durationSeconds: secs(Date.now() - t0),
     };
     fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 2) + "\n");
     const md = markdown("spark-vllm benchmarks", m, command, rows, [...chainLines,
-        `Program measured: ${measured.commit ? `commit ${measured.commit.slice(0, 12)}${measured.changedFromCommit?.length ? ` with local changes to ${measured.changedFromCommit.join(", ")}` : ", no local changes"}` : "not a git checkout"} (fingerprint ${measured.fingerprint}).`, "",
+        `Program measured: ${describe(measured)}.`, "",
         `Total bench time ${Math.round((Date.now() - t0) / 1000)} s. Every run in results.json.`]);
     fs.writeFileSync(path.join(outDir, "results.md"), md);
     process.stdout.write(md);

@@ -49,7 +49,7 @@ export class ClusterImage extends pulumi.ComponentResource {
         });
         this.agreed = pulumi.all(this.identities).apply(ids =>
             sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]])));
-        wiring.set(names.of("images"), undefined, this.agreed);
+        wiring.gate(names.of("images"), { parent: this }, this.agreed);
         this.registerOutputs({ image: this.agreed });
     }
 }

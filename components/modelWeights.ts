@@ -43,7 +43,7 @@ export class ModelWeights extends pulumi.ComponentResource {
             return m as unknown as WeightsManifest;
         }));
         this.agreed = pulumi.all(manifests).apply(ms => sameWeights(plan.spec.model.id, ms));
-        wiring.set(names.of("weights"), undefined, this.agreed);
+        wiring.gate(names.of("weights"), { parent: this }, this.agreed);
         this.registerOutputs({ weights: this.agreed });
     }
 }

@@ -3,6 +3,7 @@
 // This is the one place inputs and wiring are decided: the components build their resources from these
 // entries (components/wiring.ts resolves the names), and the offline view (`spark-vllm diff`, the
 // policies' offline verdicts) reads the same entries.
+import * as crypto from "crypto";
 import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
 import { HostSpec } from "./spec";
 import { dockerSshOpts, sshConnection, sshTarget } from "./connection";
@@ -15,9 +16,11 @@ export const IMAGE = "docker:index/remoteImage:RemoteImage";
 export const DOCKER_PROVIDER = "pulumi:providers:docker";
 export const PASSWORD = "random:index/randomPassword:RandomPassword";
 /**
- * Not a resource: a value every host contributes to (the agreed image, the agreed weights) or one that
- * is not ours (an API key the caller passes). It is wired like a resource so that what follows it is
- * replaced with it, but nothing is registered for it.
+ * Not a resource: a point every host contributes to (all preflights passed, the agreed image, the agreed
+ * weights) or a value that is not ours (an API key the caller passes). It is wired like a resource so that
+ * what follows it waits for it (its `dependsOn`) and is replaced with it (its `replacedBy`), but nothing is
+ * registered for it. A gate is where the edges from every host meet: N edges in, one edge out per follower,
+ * so no follower's own lists grow with the number of hosts (tests/unit/scale-shape.test.ts).
  */
 export const GATE = "spark-vllm:gate";
 
@@ -74,6 +77,8 @@ export interface PlannedResourcesOptions {
     /** RemoteImage keepLocally; default true. */
     keepImage?: boolean;
 }
+
+const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex");
 
 /** The repo digest a pull of the reference reports: repository@digest. */
 export const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
@@ -146,26 +151,33 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         const name = h.host.name, ssh = h.host.ssh;
         add({ name: n.host(name, "docker"), type: DOCKER_PROVIDER, host: name, inputs: {
             host: `ssh://${ssh.user}@${ssh.host}:${ssh.port}`, sshOpts: dockerSshOpts(h.host), disableDockerDaemonCheck: true } });
-        command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.content, triggers: [h.tools.content] });
+        // The program's digest, not its text, in the triggers: the same replacement, without a second copy of the
+        // program in every host's registration and state.
+        command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.content, triggers: [sha256(h.tools.content)] });
         command(n.host(name, "preflight"), h.host, h.preflight, { dependsOn: [n.host(name, "tools")] });
     }
 
-    // 2. One image on every host: pulled (or copied from the head), then compared across hosts.
-    for (const h of hosts) {
-        const name = n.host(h.host.name, "image");
-        if (h.imageFromHead) command(name, head, h.imageFromHead, { dependsOn: preflights });
-        else add({ name, type: IMAGE, host: h.host.name, dependsOn: preflights,
-            inputs: { name: h.container.image, platform: h.container.platform, keepLocally: opts.keepImage ?? true } });
-    }
-    add({ name: n.of("images"), type: GATE, inputs: {}, replacedBy: hosts.map(h => n.host(h.host.name, "image")) });
+    // Every preflight passes before any image is pulled: one edge per host into the gate, one from it per image.
+    add({ name: n.of("preflights"), type: GATE, inputs: {}, dependsOn: preflights });
 
-    // 3. Containers, once every host has passed and holds the agreed image.
-    for (const h of hosts)
+    // 2. One image on every host: pulled (or copied from the head), then compared across hosts.
+    const images = hosts.map(h => n.host(h.host.name, "image"));
+    hosts.forEach((h, i) => {
+        const after = [n.host(h.host.name, "preflight"), n.of("preflights")];
+        if (h.imageFromHead) command(images[i], head, h.imageFromHead, { dependsOn: after });
+        else add({ name: images[i], type: IMAGE, host: h.host.name, dependsOn: after,
+            inputs: { name: h.container.image, platform: h.container.platform, keepLocally: opts.keepImage ?? true } });
+    });
+    add({ name: n.of("images"), type: GATE, inputs: {}, dependsOn: images, replacedBy: images });
+
+    // 3. Containers, once every host has passed and holds the agreed image (through the gate: every image).
+    hosts.forEach((h, i) =>
         add({ name: n.host(h.host.name, "container"), type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
             inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
-            dependsOn: preflights, replacedBy: [n.of("images")] });
+            dependsOn: [images[i], n.of("images")], replacedBy: [n.of("images")] }));
 
-    add({ name: n.of("containers"), type: GATE, inputs: {}, replacedBy: hosts.map(h => n.host(h.host.name, "container")) });
+    const containers = hosts.map(h => n.host(h.host.name, "container"));
+    add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
 
     // 4. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
     const container = (h: HostSpec) => n.host(h.name, "container");
@@ -177,7 +189,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         const after = [container(w.host), ...(source ? [source] : [])];
         command(weights(w.host), w.host, w.weights, { dependsOn: after, replacedBy: after });
     }
-    add({ name: n.of("weights"), type: GATE, inputs: {}, replacedBy: hosts.map(h => weights(h.host)) });
+    add({ name: n.of("weights"), type: GATE, inputs: {}, dependsOn: hosts.map(h => weights(h.host)), replacedBy: hosts.map(h => weights(h.host)) });
 
     // 5. The image's vLLM against the model, in seconds, before anything launches.
     command(n.of("compat"), head, plan.compat, {

@@ -84,11 +84,12 @@ export class SparkCluster extends pulumi.ComponentResource {
 
         // 1. Every host checked, in parallel.
         this.hosts = plan.hosts.map(h => new SparkHost(names.host(h.host.name), { plan: h, names, wiring }, parent));
+        wiring.gate(names.of("preflights"), parent);
         // 2. The same image on every host.
         this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
         // 3. One idle container per host.
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
-        wiring.set(names.of("containers"), undefined, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
+        wiring.gate(names.of("containers"), parent, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
         // 4. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
         // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token

@@ -31,9 +31,9 @@ export class VllmContainer extends pulumi.ComponentResource {
         const { names, wiring, plan } = args;
         const containerName = names.host(plan.host.name, "container");
         const entry = wiring.entry(containerName, CONTAINER);
-        // The pull's own output (not the planned text), released only once every host holds the same image.
-        const own = plan.imageFromHead ? pulumi.output(plan.container.image) : args.image.identities[args.index];
-        const image = pulumi.all([own, args.image.agreed]).apply(([o]) => o);
+        // The pull's own output (not the planned text); the container waits (dependsOn, through the images gate)
+        // until every host holds the same image.
+        const image = plan.imageFromHead ? pulumi.output(plan.container.image) : args.image.identities[args.index];
         this.container = wiring.set(containerName, new docker.Container(containerName,
             { ...entry.inputs, image },
             { parent: this, provider: args.host.provider, dependsOn: wiring.dependsOn(entry), deleteBeforeReplace: entry.deleteBeforeReplace }));

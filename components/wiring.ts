@@ -1,24 +1,67 @@
 // Turns planned resources (components/resources.ts) into Pulumi resources. The components create their
-// resources in plan order, so every name an entry waits for or follows is already built: no deferred
-// promises and no dependsOn computed from Outputs.
+// resources in plan order, so every name an entry waits for or follows is already built.
+//
+// Gates (resources.ts GATE) are where every host's edges meet, and their realization stays linear in hosts:
+// a gate is built once from its N resources (one promise that settles when all have been created, one value),
+// and each follower then holds one promise and one value, not N resources. Pulumi would otherwise copy the N
+// resources into every follower: an Output carries the resources it was computed from and they become the
+// follower's dependencies, and `dependsOn` on a component expands to its children (@pulumi/pulumi 3.276.0
+// runtime/dependsOn.js getAllTransitivelyReferencedResources, output.js OutputImpl.allResources).
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { COMMAND, PlannedResource, PlannedType } from "./resources";
+import { COMMAND, GATE, PlannedResource, PlannedType } from "./resources";
 
 interface Built {
     resource?: pulumi.Resource;
     /** What a follower puts in its triggers: the resource's id, or a gate's value. */
     trigger: pulumi.Input<unknown>;
+    /** A gate's: settles once every resource it waits for has been created (rejects when one failed). */
+    ready?: Promise<unknown>;
+}
+
+/** The Output's value as a promise; `withUnknowns` gives `pulumi.unknown` for an unknown value. */
+interface OutputInternals<T> {
+    promise(withUnknowns?: boolean): Promise<T>;
+    isKnown: Promise<boolean>;
+}
+/**
+ * The SDK's own accessors (@internal in output.d.ts, present in output.js of @pulumi/pulumi 3.276.0:
+ * OutputImpl.promise and isKnown); runtime/dependsOn.js waits on a dependency the same way, with
+ * `r.urn.promise()`. Checked at start-up so an SDK without them fails loudly, not by ordering nothing.
+ */
+function internals<T>(o: pulumi.Output<T>): OutputInternals<T> {
+    const i = o as unknown as OutputInternals<T>;
+    if (typeof i.promise !== "function" || !(i.isKnown instanceof Promise)) throw new Error("spark-vllm: this @pulumi/pulumi has no Output.promise/isKnown; gates cannot wait on it");
+    return i;
+}
+
+/** Settles once the resource has been registered (in `up`: created or updated), as Pulumi's own dependsOn waits. */
+export function registered(r: pulumi.Resource): Promise<unknown> {
+    return internals(r.urn).promise();
+}
+
+/**
+ * The same value (known or unknown) without the resources it was computed from. A follower that puts it in its
+ * inputs still waits for it (the SDK resolves every input before registering), but gets no dependency on each of
+ * them: a gate's followers name their own host's resources in `dependsOn` instead. For gate values only (digests,
+ * ids, fingerprints): secretness is not carried over.
+ */
+export function detached<T>(value: pulumi.Output<T>): pulumi.Output<T> {
+    const i = internals(value);
+    return pulumi.output(Promise.all([i.isKnown, i.promise(true)]).then(([known, v]) => (known ? v : pulumi.unknown))) as pulumi.Output<T>;
 }
 
 /** @internal The planned entries by name, and what has been built for each so far. */
 export class Wiring {
     private readonly planned: Map<string, PlannedResource>;
     private readonly built = new Map<string, Built>();
+    /** Names some entry lists in its `dependsOn`. */
+    private readonly awaited: Set<string>;
 
     /** @param privateKey SSH private key for every command; default the ssh-agent at SSH_AUTH_SOCK. */
     constructor(planned: PlannedResource[], private readonly privateKey?: pulumi.Input<string>) {
         this.planned = new Map(planned.map(p => [p.name, p]));
+        this.awaited = new Set(planned.flatMap(p => p.dependsOn));
     }
 
     entry<T extends PlannedType>(name: string, type?: T): PlannedResource<T> {
@@ -40,6 +83,35 @@ export class Wiring {
         const b = this.built.get(name);
         if (!b) throw new Error(`spark-vllm: ${by} needs ${name}, which is not built yet (components must follow the plan's order)`);
         return b;
+    }
+
+    /**
+     * Builds a gate from what it waits for (its entry's `dependsOn`, all built by now) and its value (an agreement,
+     * which throws when the hosts disagree). What followers put in their triggers is the value without the
+     * resources behind it. A gate some entry waits for (`dependsOn`) is also a component resource that completes
+     * once each of those has been registered and the value has resolved: Pulumi's `dependsOn` on a component waits
+     * for its construction (`initialize`) and then adds only its children's URNs, and a gate has none
+     * (@pulumi/pulumi 3.276.0 runtime/dependsOn.js addTransitivelyReferencedChildResourcesOfComponentResources
+     * awaits `resource.__data`; resource.js ComponentResource.initialize). A promise or Output as `dependsOn`
+     * would do the same, but the providers' SDKs pass options through `mergeOptions`, which wraps it in an Output
+     * and walks every resource it resolves to (resource.js merge, output.js containsUnknowns): slower than the
+     * quadratic lists it replaces. The N resources are visited here, once; a follower holds one component.
+     */
+    gate(name: string, opts: pulumi.ComponentResourceOptions, value?: pulumi.Output<unknown>): void {
+        const p = this.entry(name, GATE);
+        const awaited = [
+            ...p.dependsOn.map(d => {
+                const b = this.get(d, name);
+                return b.ready ?? (b.resource ? registered(b.resource) : undefined);
+            }),
+            ...(value === undefined ? [] : [internals(value).promise()]),
+        ];
+        const ready = Promise.all(awaited);
+        // A failure rejects `ready`; the followers report it (and the failed resource itself). Handled here so a
+        // gate whose followers have not started yet is not an unhandled rejection that hides that error.
+        ready.catch(() => undefined);
+        const resource = this.awaited.has(name) ? new Gate(name, ready, opts) : undefined;
+        this.built.set(name, { resource, trigger: value === undefined ? undefined : detached(value), ready });
     }
 
     dependsOn(p: PlannedResource): pulumi.Resource[] {
@@ -64,5 +136,27 @@ export class Wiring {
             triggers: this.triggers(p),
         }, { ...opts, dependsOn: this.dependsOn(p), ...(p.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) });
         return this.set(name, cmd);
+    }
+}
+
+/**
+ * @internal A gate that something waits for (components/resources.ts GATE): completes once `ready` has settled; no
+ * children and no outputs. A failure rejects its construction, and so fails whatever waits for it.
+ */
+class Gate extends pulumi.ComponentResource {
+    constructor(name: string, ready: Promise<unknown>, opts: pulumi.ComponentResourceOptions) {
+        // ComponentResource calls initialize() synchronously from its own constructor, before this class' fields
+        // exist: `ready` reaches it through `pending`, not through args (which the engine records as inputs).
+        Gate.pending = ready;
+        super("spark-vllm:index:Gate", name, {}, opts);
+        // Followers see a failure through their dependsOn; this only keeps it from being an unhandled rejection.
+        this.getData().catch(() => undefined);
+    }
+    private static pending?: Promise<unknown>;
+    protected async initialize(): Promise<Record<string, never>> {
+        const ready = Gate.pending;
+        Gate.pending = undefined;
+        await ready;
+        return {};
     }
 }

@@ -13,6 +13,8 @@ export interface EvaluateOptions {
     mocks: pulumi.runtime.Mocks;
     /** Default: the repository's index.ts. */
     program?: string;
+    /** Called once the mocks are in place, before the program runs (e.g. to watch the mock monitor). */
+    afterMocks?: () => void;
 }
 
 /** Resolves with the stack outputs once every resource is registered; rejects with the program's error. */
@@ -21,6 +23,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<Record<string, un
     for (const [key, value] of Object.entries(opts.config)) config[key] = typeof value === "string" ? value : JSON.stringify(value);
     pulumi.runtime.setAllConfig(config, opts.secretKeys);
     await pulumi.runtime.setMocks(opts.mocks, "spark-vllm", opts.stack, opts.preview ?? false);
+    opts.afterMocks?.();
     const program = opts.program ?? path.join(__dirname, "..", "..", "index.ts");
     const outputs = await pulumi.runtime.runInPulumiStack(async () => {
         const mod = require(program);

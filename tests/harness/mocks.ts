@@ -10,6 +10,12 @@ export interface RecordedResource {
     name: string;
     inputs: Record<string, any>;
     provider?: string;
+    /** The names of the resources its registration depends on (its dependsOn and the resources behind its inputs). */
+    dependencies?: string[];
+    /** How many registrations had been answered when this one was requested (unless delayed, the mocks answer at once). */
+    answeredBefore?: number;
+    /** This registration's answer was the how-manieth (from 0): answered before X was requested iff `answeredAs < X.answeredBefore`. */
+    answeredAs?: number;
 }
 
 export interface Evaluation {
@@ -27,13 +33,15 @@ export interface EvaluateOptions {
     digestOverrides?: Record<string, string>;
     /** Weights command name → the file manifest it reports. */
     manifestOverrides?: Record<string, Record<string, number>>;
+    /** Resource name → milliseconds its registration takes (a slow host), to show what waits for it. */
+    delays?: Record<string, number>;
 }
 
 export function evaluateWithMocks(config: Record<string, unknown>, opts: EvaluateOptions = {}): Evaluation {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-eval-"));
     try {
         const request = path.join(dir, "request.json");
-        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides, manifestOverrides: opts.manifestOverrides }));
+        fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides, manifestOverrides: opts.manifestOverrides, delays: opts.delays }));
         // A program error also exits non-zero, as `pulumi up` does; the JSON it wrote says what happened.
         const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,

@@ -2,6 +2,7 @@
 // argv[2]: JSON { stack, config, preview }. Writes JSON { resources, outputs } or { error } to argv[2].out
 // (a file, not stdout: a failing program exits before a large stdout write is flushed).
 import * as fs from "fs";
+import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "./evaluate";
 
 interface Recorded {
@@ -9,6 +10,10 @@ interface Recorded {
     name: string;
     inputs: Record<string, any>;
     provider?: string;
+    /** The names of the resources its registration depends on (dependsOn and inputs), as the engine is told. */
+    dependencies?: string[];
+    answeredBefore?: number;
+    answeredAs?: number;
 }
 
 const resources: Recorded[] = [];
@@ -23,6 +28,27 @@ function unsecret(value: any): any {
     }
     return value;
 }
+
+/** Resource name → its registration's dependencies (the request's list, which the mocks' newResource does not see). */
+const dependencies = new Map<string, string[]>();
+
+/** Records what each RegisterResource request tells the engine a resource depends on, then lets the mocks answer. */
+function watchDependencies(): void {
+    const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource(req: RegisterRequest, cb: unknown): void };
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req, cb) => {
+        // A URN ends with ::<name>; names are unique in this program.
+        dependencies.set(req.getName(), req.getDependenciesList().map(urn => urn.slice(urn.lastIndexOf("::") + 2)));
+        return register(req, cb);
+    };
+}
+interface RegisterRequest {
+    getName(): string;
+    getDependenciesList(): string[];
+}
+
+let delays: Record<string, number> = {};
+let answered = 0;
 
 let digestOverrides: Record<string, string> = {};
 let manifestOverrides: Record<string, Record<string, number>> = {};
@@ -54,15 +80,20 @@ async function main(): Promise<void> {
     const request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
     digestOverrides = request.digestOverrides ?? {};
     manifestOverrides = request.manifestOverrides ?? {};
+    delays = request.delays ?? {};
     try {
         const outputs = await evaluate({
             stack: request.stack,
             config: request.config,
             preview: request.preview,
             secretKeys: request.secretKeys,
+            afterMocks: watchDependencies,
             mocks: {
-                newResource(args) {
-                    resources.push({ type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider });
+                async newResource(args) {
+                    const recorded: Recorded = { type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider, dependencies: dependencies.get(args.name), answeredBefore: answered };
+                    resources.push(recorded);
+                    if (delays[args.name]) await new Promise(r => setTimeout(r, delays[args.name]));
+                    recorded.answeredAs = answered++;
                     return { id: `${args.name}-id`, state: fakeState(args.type, args.name, args.inputs) };
                 },
                 call: args => args.inputs,
