@@ -12,7 +12,7 @@ export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container",
 export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
-    "api-key", "ray-token", "preflights", "images", "containers", "fabric", "weights", "weights-source", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
+    "api-key", "ray-token", "preflights", "images", "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 

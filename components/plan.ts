@@ -18,8 +18,8 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
-    /** Which secret, if any, is piped to the command's stdin (its first line). */
-    stdin?: "apiKey" | "hfToken" | "rayToken";
+    /** Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token). */
+    stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken";
     /** Upper bound enforced with `timeout` on the host, in seconds. */
     timeoutSeconds: number;
 }
@@ -222,44 +222,58 @@ function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
 
 const copySource = (spec: ClusterSpec) => `http://${spec.hosts[0].fabric.address}:${spec.model.copyPort}`;
 
+/** head-then-copy: how long the head's server waits with no request before it stops, and a worker for the server. */
+export const COPY_IDLE_SECONDS = 300;
+const COPY_SECONDS = 4 * 3600;
+
 function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandPlan {
     const isHead = host === spec.hosts[0];
     const strategy = spec.model.weights === "present" ? "present"
         : spec.model.weights === "download" || isHead ? "download" : "copy";
     const entry = findModel(spec.model.id);
+    // The first stdin line is the secret the strategy needs: the HF token (download), the copy token (copy).
+    const stdin = strategy === "copy" ? "weightsToken" as const : strategy === "download" && hasToken ? "hfToken" as const : undefined;
     const args = {
         host: host.name,
         model: spec.model.id,
         cacheDir: spec.model.cacheDir,
         strategy,
-        ...(strategy === "download" && hasToken ? { tokenOnStdin: true } : {}),
+        ...(stdin ? { tokenOnStdin: true } : {}),
         ...(strategy === "download" && entry ? { expectedBytes: entry.weightBytes } : {}),
-        ...(strategy === "copy" ? { source: copySource(spec) } : {}),
+        ...(strategy === "copy" ? { source: copySource(spec), waitSeconds: COPY_IDLE_SECONDS / 2 } : {}),
     };
-    const seconds = strategy === "present" ? 120 : 4 * 3600;
+    const seconds = strategy === "present" ? 120 : COPY_SECONDS;
     return {
-        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["weights", json(args)]), { stdin: !!args.tokenOnStdin })),
-        ...(args.tokenOnStdin ? { stdin: "hfToken" as const } : {}),
+        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["weights", json(args)]), { stdin: !!stdin })),
+        ...(stdin ? { stdin } : {}),
         timeoutSeconds: seconds,
     };
 }
 
-/** head-then-copy: a read-only file server for the head's snapshot on its fabric address. */
+/**
+ * head-then-copy: the head's file server for its snapshot, on its fabric address, run in the foreground of this
+ * command while the workers copy (components/remote/spark_vllm/weights_source.py): it needs the copy token (stdin),
+ * and it ends once every worker has reported its copy, so nothing serves the weights after `up`. A server left by an
+ * interrupted run is stopped first, and by delete (its pid file).
+ */
 function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
     const head = spec.hosts[0];
-    const log = `${spec.logDir}/weights-source.log`;
-    const pid = `${spec.logDir}/weights-source.pid`;
-    const args = { host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort };
-    const stop = stopByPidFile(pid, 10);
+    const pidFile = `${spec.logDir}/weights-source.pid`;
+    const args = {
+        host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort,
+        workers: spec.hosts.slice(1).map(h => h.name), idleSeconds: COPY_IDLE_SECONDS, pidFile,
+    };
+    const stop = stopByPidFile(pidFile, 10);
+    const seconds = COPY_SECONDS + 60;
     return {
-        create: withTimeout(60, dockerExecScript(containerName(head.name), script([
+        create: withTimeout(seconds, dockerExecScript(containerName(head.name), script([
             ...stop,
-            ...detachedLaunch(tools(spec, ["serve-weights", json(args)]), log, pid),
-            `echo ${shq(`serving ${spec.model.id} on ${copySource(spec)}, log ${head.name}:${log}`)}`,
-        ]))),
+            `exec ${argvLine(tools(spec, ["serve-weights", json(args)]))}`,
+        ]), { stdin: true })),
         delete: ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop)))),
-        timeoutSeconds: 60,
+        stdin: "weightsToken",
+        timeoutSeconds: seconds,
     };
 }
 

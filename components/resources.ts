@@ -179,21 +179,31 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const containers = hosts.map(h => n.host(h.host.name, "container"));
     add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
 
-    // 4. Weights: the head's first (head-then-copy: then its file server), then the workers'; all must agree.
+    // 4. Weights: the head's first, then the workers'; all must agree. head-then-copy: the head's server runs in the
+    // foreground of its command beside the workers' copies (both start once the head holds the weights; a worker must
+    // not wait on it, or neither ends) and stops when each has reported. So the server and every worker's copy re-run
+    // together: the same changes replace them (the head's weights, any worker's container or copy command, the token).
     const container = (h: HostSpec) => n.host(h.name, "container");
     const weights = (h: HostSpec) => n.host(h.name, "weights");
     command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
-    const source = plan.weightsSource && n.of("weights-source");
-    if (plan.weightsSource) command(n.of("weights-source"), head, plan.weightsSource, { dependsOn: [weights(head)], replacedBy: [container(head)] });
-    for (const w of workers) {
-        const after = [container(w.host), ...(source ? [source] : [])];
-        command(weights(w.host), w.host, w.weights, { dependsOn: after, replacedBy: after });
-    }
+    const copy = plan.weightsSource;
+    if (copy) {
+        add({ name: n.of("weights-token"), type: PASSWORD, inputs: { length: 40, special: false } });
+        // Through the containers gate and one digest of every copy's text, not a list per host (issue 17: linear).
+        const together = {
+            replacedBy: [weights(head), n.of("weights-token"), n.of("containers")],
+            triggers: [sha256(workers.map(w => w.weights.create).join("\n"))],
+        };
+        command(n.of("weights-source"), head, copy, { dependsOn: [weights(head)], ...together });
+        for (const w of workers) command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host), weights(head)], ...together });
+    } else for (const w of workers)
+        command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host)], replacedBy: [container(w.host)] });
     add({ name: n.of("weights"), type: GATE, inputs: {}, dependsOn: hosts.map(h => weights(h.host)), replacedBy: hosts.map(h => weights(h.host)) });
+    const copied = copy ? [n.of("weights-source")] : [];
 
     // 5. The image's vLLM against the model, in seconds, before anything launches.
     command(n.of("compat"), head, plan.compat, {
-        dependsOn: [container(head), ...hosts.map(h => weights(h.host))], replacedBy: [container(head), n.of("weights")] });
+        dependsOn: [container(head), ...hosts.map(h => weights(h.host)), ...copied], replacedBy: [container(head), n.of("weights")] });
 
     // 6. The fabric, proven before anything launches: one all-reduce rank per host, all at once, after the compat
     // check (an image that cannot run here gets its clear verdict there, not a CUDA error from the all-reduce). Every rank follows

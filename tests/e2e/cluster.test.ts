@@ -288,7 +288,7 @@ describe("model weights on every host", () => {
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            const worker = (await suite.sim.exec("spark-b", "find /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8 -type f -name '*.safetensors' | wc -l")).stdout.trim();
+            const worker = (await suite.sim.exec("spark-b", "find /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8/snapshots -name '*.safetensors' -xtype f | wc -l")).stdout.trim();
             assert.equal(worker, "1");
             assert.ok(r.ops.some(o => o.name === "spark-weights-source"), "the head served its weights");
         } finally {

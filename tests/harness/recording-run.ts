@@ -66,7 +66,9 @@ function commandStdout(name: string): string {
 function fakeState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
     switch (type) {
         case "random:index/randomPassword:RandomPassword":
-            return { ...inputs, result: name.endsWith("-ray-token") ? "GENERATED-RAY-TOKEN-0123456789abcdefghijk" : "GENERATED-API-KEY-0123456789abcdefghijklmn" };
+            // Each generated secret its own value, so a test can tell which one a command was given.
+            return { ...inputs, result: name.endsWith("-ray-token") ? "GENERATED-RAY-TOKEN-0123456789abcdefghijk"
+                : name.endsWith("-weights-token") ? "GENERATED-COPY-TOKEN-0123456789abcdefghij" : "GENERATED-API-KEY-0123456789abcdefghijklmn" };
         case "docker:index/remoteImage:RemoteImage":
             return { ...inputs, repoDigest: digestOverrides[name] ?? inputs.name.replace(/:[^/@]*@/, "@"), imageId: "sha256:feed" };
         case "command:remote:Command":

@@ -50,8 +50,8 @@ for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "mode
             const triggers = flat(rec.inputs.triggers);
             const own = p.inputs.triggers;
             assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
-            // Then one value per name it follows: a resource's id, or a value: a gate's (an agreement) or the API key's digest.
-            const values = new Set([...gates, n.of("api-key"), n.of("ray-token")]);
+            // Then one value per name it follows: a resource's id, or a value: a gate's (an agreement) or a generated secret's digest.
+            const values = new Set([...gates, n.of("api-key"), n.of("ray-token"), n.of("weights-token")]);
             const rest = triggers.slice(own.length);
             assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
             p.replacedBy.forEach((follows, i) => {
@@ -88,9 +88,9 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
         for (const [change, expected] of Object.entries(changes)) {
             const eq = change.indexOf("=");
             const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
-            // The memory gates (issue 11), fabric ranks (issue 12) and the serving proof (issue 15) came after the
-            // recording: the only names it cannot hold.
-            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof)$/.test(c.name)).map(c => [c.name, c.op]));
+            // The memory gates (issue 11), fabric ranks (issue 12), the copy token (issue 13) and the serving proof (issue 15)
+            // came after the recording: the only names it cannot hold.
+            const got = Object.fromEntries(diffPlans(planOf(r), planOf(after)).filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof)$/.test(c.name) && c.name !== n.of("weights-token")).map(c => [c.name, c.op]));
             assert.deepEqual(got, Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])), `${stack} with ${change}`);
             cases++;
         }

@@ -3,6 +3,7 @@
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -292,35 +293,45 @@ test("endpoint probe: a hang is reported at the timeout with the last log lines 
     }
 });
 
-test("head-then-copy: a worker copies the head's snapshot over HTTP, resuming a partial file", async () => {
+test("head-then-copy: with the copy token a worker copies the head's snapshot, resuming a partial blob, and the server then stops", async () => {
     const port = await freePort();
-    const server = spawn("python3", [tools, "serve-weights", JSON.stringify({ host: "spark-a", model: QWEN35_122B_FP8.id, cacheDir: hfHome, bind: "127.0.0.1", port })],
-        { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const token = "copy-token-123";
+    const server = spawn("python3", [tools, "serve-weights", JSON.stringify({ host: "spark-a", model: QWEN35_122B_FP8.id, cacheDir: hfHome, bind: "127.0.0.1", port, workers: ["spark-b"], idleSeconds: 30 })],
+        { stdio: ["pipe", "pipe", "pipe"], detached: true });
+    server.stdin!.end(`${token}\n`);
+    let serverOut = "";
+    server.stdout!.on("data", d => (serverOut += d));
+    const exited = new Promise<number | null>(resolve => server.once("exit", code => resolve(code)));
     try {
         await new Promise<void>(resolve => server.stdout!.once("data", () => resolve()));
         const worker = path.join(dir, "worker-hf");
-        const headSnap = fs.readdirSync(path.join(hfHome, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots"))[0];
+        const repo = path.join("hub", "models--Qwen--Qwen3.5-122B-A10B-FP8");
+        const headSnap = fs.readdirSync(path.join(hfHome, repo, "snapshots"))[0];
         const shard = "model-00001-of-00001.safetensors";
-        const partial = path.join(worker, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots", headSnap, shard);
-        fs.mkdirSync(path.dirname(partial), { recursive: true });
-        const full = fs.readFileSync(path.join(hfHome, "hub", "models--Qwen--Qwen3.5-122B-A10B-FP8", "snapshots", headSnap, shard));
-        fs.writeFileSync(partial, full.subarray(0, Math.floor(full.length / 2)));
-        const args = { host: "spark-b", model: QWEN35_122B_FP8.id, cacheDir: worker, strategy: "copy", source: `http://127.0.0.1:${port}` };
-        const r = runTools("weights", args);
+        const full = fs.readFileSync(path.join(hfHome, repo, "snapshots", headSnap, shard));
+        const blob = crypto.createHash("sha256").update(full).digest("hex");
+        fs.mkdirSync(path.join(worker, repo, "blobs"), { recursive: true });
+        fs.writeFileSync(path.join(worker, repo, "blobs", `${blob}.incomplete`), full.subarray(0, Math.floor(full.length / 2)));
+        const args = { host: "spark-b", model: QWEN35_122B_FP8.id, cacheDir: worker, strategy: "copy", source: `http://127.0.0.1:${port}`, tokenOnStdin: true };
+        const wrong = runTools("weights", args, {}, "not-the-token\n");
+        assert.equal(wrong.status, 1);
+        assert.match(wrong.stderr, /answered 401 to the manifest request: the copy token does not match/);
+        const r = runTools("weights", args, {}, `${token}\n`);
         assert.equal(r.status, 0, r.stderr);
         assert.match(r.stdout, /spark-b: copying Qwen\/Qwen3\.5-122B-A10B-FP8 from http:\/\/127\.0\.0\.1:\d+: 0\.00 of 0\.00 GB already here/);
-        assert.match(r.stdout, /spark-b: copy complete/);
-        assert.deepEqual(fs.readFileSync(partial), full, "the partial file was completed, not corrupted");
+        assert.match(r.stdout, /spark-b: copy complete in \d+ s, every file's sha256 checked/);
+        assert.equal(fs.readlinkSync(path.join(worker, repo, "snapshots", headSnap, shard)), `../../blobs/${blob}`);
+        assert.deepEqual(fs.readFileSync(path.join(worker, repo, "snapshots", headSnap, shard)), full, "the partial blob was completed, not corrupted");
         const workerManifest = JSON.parse(r.stdout.trim().split("\n").pop()!);
         const headManifest = JSON.parse(runTools("weights", { host: "spark-a", model: QWEN35_122B_FP8.id, cacheDir: hfHome, strategy: "present" }).stdout.trim().split("\n").pop()!);
         assert.deepEqual(workerManifest.files, headManifest.files);
         assert.equal(workerManifest.revision, headManifest.revision);
-        const again = runTools("weights", args);
-        assert.match(again.stdout, /already here/);
-        const unreachable = runTools("weights", { ...args, source: "http://127.0.0.1:1" });
+        assert.equal(await exited, 0, "the server stopped once spark-b reported");
+        assert.match(serverOut, /spark-a: every worker holds the weights \(spark-b\); stopped serving/);
+        const unreachable = runTools("weights", { ...args, source: "http://127.0.0.1:1", waitSeconds: 0 }, {}, `${token}\n`);
         assert.equal(unreachable.status, 1);
         assert.match(unreachable.stderr, /spark-b: cannot reach the head's weights at http:\/\/127\.0\.0\.1:1/);
     } finally {
-        process.kill(-server.pid!, "SIGKILL");
+        if (server.exitCode === null) process.kill(-server.pid!, "SIGKILL");
     }
 });

@@ -5,7 +5,7 @@
 #   preflight          host facts (arch, GPU, Docker, fabric, HCAs, disk, memory); fails per problem
 #   image-transfer     on the head: copy the image to one worker over the fabric
 #   weights            put the model's weights in place (present, download, copy) and list them
-#   serve-weights      on the head: serve its snapshot to the workers' copies
+#   serve-weights      on the head: serve its snapshot to the workers' copies (token on stdin) until each has its copy
 #   fabric-check       in the container: one rank of the NCCL all-reduce across the hosts; transport, bus bandwidth
 #   compat             the image's vLLM, transformers, CUDA build and Ray against the model and this GPU
 #   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
@@ -31,7 +31,8 @@ from spark_vllm.probes import endpoint_probe, ray_probe
 from spark_vllm.rayenv import ray_env
 from spark_vllm.serving import serving_proof
 from spark_vllm.status import host_status_command
-from spark_vllm.weights import serve_weights, weights
+from spark_vllm.weights import weights
+from spark_vllm.weights_source import serve_weights
 
 # The usage line lists these in this order; the header above lists each (a test checks both).
 COMMANDS = {

@@ -1,5 +1,13 @@
-# weights (present / download / copy from the head) and serve-weights (the head's side of the copy).
-# The Hugging Face cache layout: <cache>/hub/models--<org>--<name>/{refs/main, snapshots/<rev>/...}.
+# weights (present / download / copy from the head) and the Hugging Face cache layout both sides of the copy share.
+# The cache (huggingface_hub docs "Understand caching", guides/manage-cache; src/huggingface_hub/file_download.py):
+#   <cache>/hub/models--<org>--<name>/refs/main            the commit hash main points at
+#   <cache>/hub/models--<org>--<name>/snapshots/<commit>/  one symlink per file, to ../../blobs/<etag>
+#   <cache>/hub/models--<org>--<name>/blobs/<etag>         the content; `blob_path = os.path.join(storage_folder,
+#                                                          "blobs", etag)`, partial downloads at <etag>.incomplete
+# An LFS file's etag is its sha256 (file_download.py: REGEX_SHA256 "Regex to check if the file etag IS a valid
+# sha256"); other files' etag is their git blob id. Snapshot folders are named by the full commit hash
+# (constants.py / file_download.py REGEX_COMMIT_HASH = ^[0-9a-f]{40}$).
+import hashlib
 import json
 import os
 import re
@@ -10,6 +18,13 @@ import urllib.error
 import urllib.request
 
 from spark_vllm.common import PROGRESS_EVERY, fail, read_file, say
+
+COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems, per path component
+MAX_PATH_CHARS = 1024
+MAX_FILES = 100000
+COPY_CHUNK = 1 << 20
 
 
 def repo_dir(cache_dir, model_id):
@@ -40,6 +55,65 @@ def manifest(snap):
     return files
 
 
+def within(path, top):
+    """True when path (already resolved) is top or below it."""
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def name_problem(name):
+    """Why a file name from the head cannot be a path inside the snapshot, or None."""
+    if not isinstance(name, str) or not name:
+        return "is not a file name"
+    if len(name) > MAX_PATH_CHARS:
+        return "is longer than %d characters" % MAX_PATH_CHARS
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a NUL or control character"
+    if name.startswith("/"):
+        return "is an absolute path"
+    for part in name.split("/"):
+        if part in ("", ".", ".."):
+            return "has an empty, '.' or '..' component"
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            return "has a component longer than %d bytes" % MAX_NAME_BYTES
+    return None
+
+
+def shown(value, limit=80):
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return json.dumps(text[:limit] + ("..." if len(text) > limit else ""))
+
+
+def manifest_problems(remote):
+    """Every reason the head's manifest cannot be used, as short phrases; [] when it is sound."""
+    if not isinstance(remote, dict) or not isinstance(remote.get("files"), dict):
+        return ["it is not an object with a files map"]
+    problems = []
+    revision = remote.get("revision")
+    if not isinstance(revision, str) or not COMMIT_HASH.fullmatch(revision):
+        problems.append("revision %s is not a 40-hex commit hash (the only names snapshot folders have)" % shown(revision))
+    files = remote["files"]
+    if not files:
+        problems.append("it lists no files")
+    if len(files) > MAX_FILES:
+        return problems + ["it lists %d files, more than %d" % (len(files), MAX_FILES)]
+    for name, entry in sorted(files.items()):
+        why = name_problem(name)
+        if why:
+            problems.append("file %s %s" % (shown(name), why))
+            continue
+        if not isinstance(entry, dict) or type(entry.get("size")) is not int or entry["size"] < 0:
+            problems.append("file %s has no valid size" % shown(name))
+        elif not isinstance(entry.get("sha256"), str) or not SHA256_HEX.fullmatch(entry["sha256"]):
+            problems.append("file %s has no valid sha256" % shown(name))
+        parent = name.rsplit("/", 1)[0] if "/" in name else None
+        while parent:
+            if parent in files:
+                problems.append("%s is both a file and a directory" % shown(parent))
+                break
+            parent = parent.rsplit("/", 1)[0] if "/" in parent else None
+    return problems
+
+
 def download(args, token):
     try:
         from huggingface_hub import snapshot_download
@@ -50,115 +124,200 @@ def download(args, token):
     snapshot_download(repo_id=args["model"], cache_dir=os.path.join(args["cacheDir"], "hub"), token=token or None)
 
 
-def serve_weights(args):
-    """Serves the head's snapshot read-only on the fabric address for the workers' copies."""
-    import http.server
-    import socketserver
-    snap = snapshot_dir(args["cacheDir"], args["model"])
-    if snap is None:
-        fail(["%s: %s is not in %s/hub: nothing to copy" % (args["host"], args["model"], args["cacheDir"])])
-    listing = json.dumps({"revision": os.path.basename(snap), "files": manifest(snap)}).encode()
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, directory=snap, **kw)
-
-        def do_GET(self):
-            if self.path == "/manifest.json":
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(listing)))
-                self.end_headers()
-                self.wfile.write(listing)
-                return
-            rng = re.match(r"bytes=(\d+)-$", self.headers.get("Range", ""))
-            path = self.translate_path(self.path)
-            if not rng or not os.path.isfile(path):
-                return super().do_GET()
-            start, size = int(rng.group(1)), os.path.getsize(path)
-            self.send_response(206)
-            self.send_header("Content-Length", str(max(0, size - start)))
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
-            self.end_headers()
-            with open(path, "rb") as f:
-                f.seek(start)
-                shutil.copyfileobj(f, self.wfile, 1 << 20)
-
-        def log_message(self, *a):
-            pass
-
-    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-        allow_reuse_address = True
-
-    say("serving %s (%d files) on %s:%d" % (args["model"], len(json.loads(listing)["files"]), args["bind"], args["port"]))
-    Server((args["bind"], args["port"]), Handler).serve_forever()
+class CopyRefused(Exception):
+    """A file the head sent that cannot be kept (its message names the file and what was wrong)."""
 
 
-def fetch(url, dest, size):
-    """Downloads url to dest, resuming a partial file; returns bytes transferred."""
-    have = os.path.getsize(dest) if os.path.exists(dest) else 0
-    if have == size:
-        return 0
-    if have > size:
-        os.remove(dest)
-        have = 0
-    req = urllib.request.Request(url, headers={"Range": "bytes=%d-" % have} if have else {})
-    with urllib.request.urlopen(req, timeout=60) as resp, open(dest, "ab" if have else "wb") as out:
-        shutil.copyfileobj(resp, out, 1 << 20)
-    return size - have
+def head_request(source, path, token, headers=None, data=None, timeout=60):
+    hdrs = dict(headers or {}, Authorization="Bearer " + token)
+    if data is not None:
+        hdrs["Content-Type"] = "application/json"
+    return urllib.request.urlopen(urllib.request.Request(source + path, data=data, headers=hdrs), timeout=timeout)
 
 
-def copy_from(args, cache, model):
-    """Copies the head's snapshot over the fabric: missing or short files only, several at once."""
-    from concurrent.futures import ThreadPoolExecutor
-    source = args["source"]
+def fetch_manifest(source, token, host, wait_seconds):
+    """The head's manifest; its server starts together with this command, so a refused connection is retried."""
+    deadline = time.time() + wait_seconds
+    while True:
+        try:
+            with head_request(source, "/manifest.json", token, headers={"X-Spark-Vllm-Host": host}, timeout=30) as resp:
+                return json.loads(resp.read(64 << 20))
+        except urllib.error.HTTPError:
+            raise
+        except (urllib.error.URLError, ConnectionError) as e:
+            if time.time() >= deadline:
+                raise e
+            time.sleep(1)
+
+
+def report(source, token, host, ok, error=""):
+    """Tells the head's server this worker is done (or failed), so it stops once every worker holds the weights."""
     try:
-        with urllib.request.urlopen(source + "/manifest.json", timeout=30) as resp:
-            remote = json.loads(resp.read())
-    except (urllib.error.URLError, OSError) as e:
-        fail(["%s: cannot reach the head's weights at %s (%s): check the fabric link" % (args["host"], source, e)])
+        body = json.dumps({"host": host, "ok": ok, "error": error[:500]}).encode()
+        head_request(source, "/done", token, data=body, timeout=10).close()
+    except (urllib.error.URLError, OSError, ValueError):
+        pass
+
+
+def fetch_blob(source, token, name, entry, blob):
+    """Downloads one file into blob (named by its sha256) through blob.incomplete, resuming it; verifies it first."""
+    size, want = entry["size"], entry["sha256"]
+    if os.path.isfile(blob) and not os.path.islink(blob) and os.path.getsize(blob) == size:
+        return 0  # written by a verified copy (or the hub): its name is its content's sha256
+    part = blob + ".incomplete"
+    if os.path.islink(part) or (os.path.exists(part) and os.path.getsize(part) > size):
+        os.remove(part)
+    have = os.path.getsize(part) if os.path.exists(part) else 0
+    digest = hashlib.sha256()
+    # O_NOFOLLOW: a link planted at the partial name is never written through.
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "ab") as out:
+        if have:
+            with open(part, "rb") as done:
+                for chunk in iter(lambda: done.read(COPY_CHUNK), b""):
+                    digest.update(chunk)
+        got = 0
+        if have < size:
+            rng = {"Range": "bytes=%d-" % have} if have else {}
+            with head_request(source, "/files/" + urllib.request.quote(name), token, headers=rng) as resp:
+                if have and resp.status != 206:
+                    out.truncate(0)
+                    digest, have = hashlib.sha256(), 0
+                left = size - have
+                while left >= 0:
+                    chunk = resp.read(min(COPY_CHUNK, left + 1))
+                    if not chunk:
+                        break
+                    if len(chunk) > left:
+                        os.remove(part)
+                        raise CopyRefused("%s: the head sent more than the %d bytes its manifest lists" % (name, size))
+                    out.write(chunk)
+                    digest.update(chunk)
+                    left -= len(chunk)
+                    got += len(chunk)
+        if have + got != size:
+            raise CopyRefused("%s: the head sent %d of %d bytes" % (name, have + got, size))
+    if digest.hexdigest() != want:
+        os.remove(part)
+        raise CopyRefused("%s: content does not match: sha256 %s, the manifest says %s" % (name, digest.hexdigest(), want))
+    os.replace(part, blob)
+    return got
+
+
+def link_problems(snap, names):
+    """Each name whose place in the snapshot resolves outside it (an existing link on the way), or that is a folder."""
+    top = os.path.realpath(snap)
+    problems = []
+    for name in names:
+        dest = os.path.join(snap, name)
+        if not within(os.path.realpath(os.path.dirname(dest)), top):
+            problems.append("%s: its folder resolves outside the snapshot (%s)" % (name, os.path.realpath(os.path.dirname(dest))))
+        elif os.path.isdir(dest) and not os.path.islink(dest):
+            problems.append("%s: a folder is in its place" % name)
+    return problems
+
+
+def replace_with_link(target, dest):
+    tmp = "%s.spark-vllm-%d.tmp" % (dest, os.getpid())
+    if os.path.lexists(tmp):
+        os.remove(tmp)
+    os.symlink(target, tmp)
+    os.replace(tmp, dest)  # replaces a file or link at dest; never writes through it
+
+
+def write_ref(repo, revision):
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    tmp = os.path.join(repo, "refs", ".main.spark-vllm-%d.tmp" % os.getpid())
+    with open(tmp, "w") as f:
+        f.write(revision)
+    os.replace(tmp, os.path.join(repo, "refs", "main"))
+
+
+def copy_from(args, cache, model, token):
+    """Copies the head's snapshot over the fabric, checking every name and every byte before it is kept."""
+    host, source = args["host"], args["source"]
+    try:
+        remote = fetch_manifest(source, token, host, args.get("waitSeconds", 120))
+    except urllib.error.HTTPError as e:
+        fail(["%s: the head's weights server at %s answered %d to the manifest request%s"
+              % (host, source, e.code, ": the copy token does not match" if e.code == 401 else "")])
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        fail(["%s: cannot reach the head's weights at %s (%s): check the fabric link" % (host, source, e)])
+    problems = manifest_problems(remote)
+    if problems:
+        report(source, token, host, False, "refused the manifest")
+        fail(["%s: refusing the weights manifest from %s; nothing was written:" % (host, source)]
+             + ["  " + p for p in problems[:20]] + (["  and %d more" % (len(problems) - 20)] if len(problems) > 20 else []))
+    try:
+        copy_files(args, cache, model, token, remote)
+    except BaseException as e:
+        report(source, token, host, False, str(e))
+        raise
+    report(source, token, host, True)
+
+
+def copy_files(args, cache, model, token, remote):
+    from concurrent.futures import ThreadPoolExecutor
+    host, source = args["host"], args["source"]
     repo = repo_dir(cache, model)
     snap = os.path.join(repo, "snapshots", remote["revision"])
-    total = sum(remote["files"].values())
-    done = [sum(min(os.path.getsize(os.path.join(snap, f)), n) for f, n in remote["files"].items()
-                if os.path.exists(os.path.join(snap, f)))]
-    started = time.time()
-    say("%s: copying %s from %s: %.2f of %.2f GB already here" % (args["host"], model, source, done[0] / 1e9, total / 1e9))
-    os.makedirs(cache, exist_ok=True)
-    free = shutil.disk_usage(cache).free
-    if free < (total - done[0]) * 1.05:
+    blobs = os.path.join(repo, "blobs")
+    files = remote["files"]
+    total = sum(e["size"] for e in files.values())
+    blob = lambda e: os.path.join(blobs, e["sha256"])  # noqa: E731
+    here = sum(e["size"] for e in files.values() if os.path.isfile(blob(e)) and os.path.getsize(blob(e)) == e["size"])
+    say("%s: copying %s from %s: %.2f of %.2f GB already here" % (host, model, source, here / 1e9, total / 1e9))
+    os.makedirs(blobs, exist_ok=True)
+    free = shutil.disk_usage(blobs).free
+    if free < (total - here) * 1.05:
         fail(["%s: %.1f GB free at %s but copying %s needs %.1f GB more: free disk space or use another cacheDir"
-              % (args["host"], free / 1e9, cache, model, (total - done[0]) / 1e9)])
+              % (host, free / 1e9, cache, model, (total - here) / 1e9)])
+    done, started, refused, failed = [here], time.time(), [], []
 
     def one(item):
-        name, size = item
-        dest = os.path.join(snap, name)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        if os.path.islink(dest) and not os.path.exists(dest):
-            os.remove(dest)
-        done[0] += fetch(source + "/" + urllib.request.quote(name), dest, size)
+        name, entry = item
+        try:
+            done[0] += fetch_blob(source, token, name, entry, blob(entry))
+        except CopyRefused as e:
+            refused.append(str(e))
+        except urllib.error.HTTPError as e:
+            refused.append("%s: the head answered %d" % (name, e.code))
+        except (urllib.error.URLError, OSError) as e:
+            failed.append("%s: %s" % (name, e))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        pending = [pool.submit(one, item) for item in sorted(remote["files"].items())]
+        pending = [pool.submit(one, item) for item in sorted(files.items())]
         next_progress = started + PROGRESS_EVERY
         while any(not f.done() for f in pending):
-            time.sleep(0.5)
+            time.sleep(0.2)
             if time.time() >= next_progress:
-                say("%s: %.2f of %.2f GB (%d%%)" % (args["host"], done[0] / 1e9, total / 1e9, 100 * done[0] // max(total, 1)))
+                say("%s: %.2f of %.2f GB (%d%%)" % (host, done[0] / 1e9, total / 1e9, 100 * done[0] // max(total, 1)))
                 next_progress += PROGRESS_EVERY
         for f in pending:
             f.result()
-    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
-    with open(os.path.join(repo, "refs", "main"), "w") as f:
-        f.write(remote["revision"])
-    say("%s: copy complete in %d s" % (args["host"], time.time() - started))
+    if failed and not refused:
+        fail(["%s: the copy of %s from %s broke off; run up again to resume it:" % (host, model, source)] + ["  " + f for f in sorted(failed)])
+    if refused or failed:
+        fail(["%s: refusing the head's copy of %s; the snapshot was not changed:" % (host, model)] + ["  " + r for r in sorted(refused + failed)])
+    for name in files:
+        os.makedirs(os.path.dirname(os.path.join(snap, name)), exist_ok=True)
+    bad = link_problems(snap, sorted(files))
+    if bad:
+        fail(["%s: refusing the head's copy of %s; the snapshot was not changed:" % (host, model)] + ["  " + b for b in bad])
+    for name, entry in sorted(files.items()):
+        dest = os.path.join(snap, name)
+        replace_with_link(os.path.relpath(blob(entry), os.path.dirname(dest)), dest)
+    write_ref(repo, remote["revision"])
+    say("%s: copy complete in %d s, every file's sha256 checked" % (host, time.time() - started))
 
 
 def weights(args):
     token = sys.stdin.readline().strip() if args.get("tokenOnStdin") else ""
     host, model, cache = args["host"], args["model"], args["cacheDir"]
     if args["strategy"] == "copy":
-        copy_from(args, cache, model)
+        if not token:
+            fail(["%s: the copy token did not arrive on stdin" % host])
+        copy_from(args, cache, model, token)
     snap = snapshot_dir(cache, model)
     if args["strategy"] == "download" and (snap is None or not os.path.isfile(os.path.join(snap, "config.json"))):
         need = args.get("expectedBytes") or 0

@@ -1,0 +1,204 @@
+// End to end on simulated Sparks (needs root): head-then-copy hardened (issue 13). The real copy with its generated
+// token, the head's server gone after `up`; the real server refusing requests without the token, listings, bad
+// ranges and a snapshot that links out of the model's folder; and the worker's planned copy command (over real ssh,
+// in its real container) against a malicious head (tests/sim/weights/fake-head.py on the head's fabric address):
+// names with `../`, a revision that is a path, bytes that do not match their sha256. The worker refuses each, naming
+// the host and what was wrong, and writes nothing outside its cache.
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { leftovers } from "../sim/stacks";
+import { modelCacheName, modelRevision } from "../sim/hosts";
+import { simSuite } from "./suite";
+import { Stack, destroy, up } from "../engine/engine";
+import { resourceNames } from "../../components/naming";
+import { parseSpec } from "../../components/spec";
+import { planCluster } from "../../components/plan";
+import { COMMAND, plannedResources } from "../../components/resources";
+
+const N = resourceNames();
+const suite = simSuite("e2e-weights", { weights: "head-then-copy" });
+const MODEL = "Qwen/Qwen3.5-122B-A10B-FP8";
+const CACHE = "/root/.cache/huggingface";
+const REPO = `${CACHE}/hub/${modelCacheName(MODEL)}`;
+const PORT = 20080;
+const TOKEN = "e2e-copy-token-0123456789";
+const FAKE_DIR = "/var/tmp/fake-head";
+/** From the worker's snapshot folder (7 levels below /) to the host-mounted logDir: outside the cache, seen on the host. */
+const ESCAPE = "../../../../../../../var/tmp/spark-vllm";
+
+const sha256 = (b: Buffer | string) => crypto.createHash("sha256").update(b).digest("hex");
+
+/** The planned create command of one resource of the stack (exactly what up runs there). */
+function plannedCreate(stack: Stack, name: string): string {
+    const raw = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k.replace(/^spark-vllm:/, ""), v]));
+    const entry = plannedResources(planCluster(parseSpec(raw))).find(p => p.name === name);
+    assert.ok(entry && entry.type === COMMAND, `no planned command ${name}`);
+    return entry.inputs.create;
+}
+
+async function http(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: string }> {
+    const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+    return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+async function listening(host: string, port: number): Promise<boolean> {
+    const r = await suite.sim.exec(host, `ss -Hltn '( sport = :${port} )'`);
+    return r.stdout.trim() !== "";
+}
+
+async function waitListening(host: string, port: number): Promise<void> {
+    for (let i = 0; i < 100; i++) {
+        if (await listening(host, port)) return;
+        await new Promise(r => setTimeout(r, 100));
+    }
+    throw new Error(`nothing listens on ${host}:${port}`);
+}
+
+/** Every path under the worker's HF cache and logDir, and the container's /tmp: what a copy may have written. */
+async function footprint(): Promise<string> {
+    const host = await suite.sim.exec("spark-b", `find ${CACHE} /var/tmp/spark-vllm | sort`);
+    const tmp = await suite.sim.docker("spark-b", ["exec", "spark-vllm-spark-b", "sh", "-c", "ls -A /tmp"]);
+    return `${host.stdout}\n--- container /tmp\n${tmp.stdout}`;
+}
+
+describe("head-then-copy, hardened", () => {
+    let stack: Stack;
+    let workerCopy: string;
+
+    before(() => {
+        stack = suite.stack("copy");
+        workerCopy = plannedCreate(stack, N.host("spark-b", "weights"));
+    });
+    after(async () => {
+        if (stack) await destroy(stack);
+        assert.deepEqual(await leftovers(suite.sim), []);
+    }, { timeout: 300_000 });
+
+    test("up copies the head's weights with the generated token, then serves, and nothing serves the weights any more", async () => {
+        await suite.sim.exec("spark-b", `rm -rf ${REPO}`);
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        const source = r.ops.find(o => o.name === N.of("weights-source"));
+        const copy = r.ops.find(o => o.name === N.host("spark-b", "weights"));
+        assert.ok(source && copy, "the server and the copy ran");
+        assert.ok(copy.startMs < source.endMs, "the copy ran while the server did");
+        const shard = (await suite.sim.exec("spark-b", `readlink ${REPO}/snapshots/*/model-00001-of-00001.safetensors`)).stdout.trim();
+        assert.match(shard, /^\.\.\/\.\.\/blobs\/[0-9a-f]{64}$/, "the worker's snapshot links to blobs named by their sha256");
+        assert.equal(await listening("spark-a", PORT), false, "the server stopped once spark-b held the weights");
+        const ps = await suite.sim.exec("spark-a", "pgrep -af --ns $$ --nslist net '[s]erve-weights' || true");
+        assert.equal(ps.stdout.trim(), "");
+    });
+
+    test("the head's server: the token on every path, no listings, 416 for bad ranges; it stops after the worker's report", async () => {
+        const server = suite.sim.ssh("spark-a", plannedCreate(stack, N.of("weights-source")), { input: `${TOKEN}\n`, timeoutMs: 120_000 });
+        await waitListening("spark-a", PORT);
+        const base = `http://${suite.sim.hosts[0].address}:${PORT}`;
+        const auth = { Authorization: `Bearer ${TOKEN}` };
+        for (const p of ["/manifest.json", "/files/config.json", "/"]) {
+            assert.equal((await http(base + p)).status, 401, p);
+            assert.equal((await http(base + p, { Authorization: "Bearer wrong" })).status, 401, p);
+        }
+        for (const p of ["/", "/files/", "/files/..%2F..%2Frefs%2Fmain", "/config.json"]) assert.equal((await http(base + p, auth)).status, 404, p);
+        const manifest = JSON.parse((await http(`${base}/manifest.json`, auth)).body);
+        const size = manifest.files["config.json"].size as number;
+        const partial = await http(`${base}/files/config.json`, { ...auth, Range: "bytes=0-9" });
+        assert.equal(partial.status, 206);
+        assert.equal(partial.body.length, 10);
+        const beyond = await http(`${base}/files/config.json`, { ...auth, Range: `bytes=${size}-` });
+        assert.equal(beyond.status, 416);
+        assert.equal(beyond.headers.get("content-range"), `bytes */${size}`);
+        assert.equal((await http(`${base}/files/config.json`, { ...auth, Range: "bytes=5-2" })).status, 416);
+        const copy = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 120_000 });
+        assert.equal(copy.code, 0, copy.stderr);
+        const done = await server;
+        assert.equal(done.code, 0, done.stderr);
+        assert.match(done.stdout, /spark-a: every worker holds the weights \(spark-b\); stopped serving/);
+    });
+
+    test("the head's server refuses a snapshot that links out of the model's folder", async () => {
+        const snap = `${REPO}/snapshots/${modelRevision(suite.sim.models[0])}`;
+        await suite.sim.exec("spark-a", `ln -s /etc/shadow ${snap}/stolen.json`);
+        try {
+            const r = await suite.sim.ssh("spark-a", plannedCreate(stack, N.of("weights-source")), { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+            assert.equal(r.code, 1);
+            assert.match(r.stderr, new RegExp(`spark-a: refusing to serve ${snap}:\\n  stolen\\.json resolves outside ${REPO} \\(to /etc/shadow\\)`));
+            assert.equal(await listening("spark-a", PORT), false);
+        } finally {
+            await suite.sim.exec("spark-a", `rm -f ${snap}/stolen.json`);
+        }
+    });
+
+    describe("a malicious head", () => {
+        const fakeHost = () => suite.sim.host("spark-a");
+        async function withFakeHead(manifest: unknown, files: Record<string, Buffer | string>, run: () => Promise<void>): Promise<void> {
+            const dir = path.join(fakeHost().root, "vartmp", "fake-head");
+            fs.mkdirSync(dir, { recursive: true });
+            fs.copyFileSync(path.join(__dirname, "..", "sim", "weights", "fake-head.py"), path.join(dir, "fake-head.py"));
+            const b64 = Object.fromEntries(Object.entries(files).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+            fs.writeFileSync(path.join(dir, "spec.json"), JSON.stringify({ bind: fakeHost().address, port: PORT, token: TOKEN, manifest, files: b64 }));
+            await suite.sim.exec("spark-a", `setsid python3 ${FAKE_DIR}/fake-head.py ${FAKE_DIR}/spec.json > ${FAKE_DIR}/log 2>&1 < /dev/null & echo $! > ${FAKE_DIR}/pid`);
+            try {
+                await waitListening("spark-a", PORT);
+                await suite.sim.exec("spark-b", `rm -rf ${REPO}`);
+                await run();
+            } finally {
+                await suite.sim.exec("spark-a", `kill $(cat ${FAKE_DIR}/pid) 2>/dev/null; rm -rf ${FAKE_DIR}`);
+                await suite.sim.exec("spark-b", `rm -rf ${REPO}`);
+            }
+        }
+        const entry = (content: string) => ({ size: Buffer.byteLength(content), sha256: sha256(content) });
+        const REV = "0123456789abcdef0123456789abcdef01234567";
+
+        test("names that climb out of the snapshot: refused, nothing written anywhere", async () => {
+            const evil = `${ESCAPE}/pwned-by-name`;
+            await withFakeHead({ revision: REV, files: { "config.json": entry("{}"), [evil]: entry("owned"), "/tmp/abs": entry("x") } },
+                { "config.json": "{}", [evil]: "owned", "/tmp/abs": "x" }, async () => {
+                    const before = await footprint();
+                    const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                    console.log(`--- the worker refused as expected:\n${r.stderr}---`);
+                    assert.equal(r.code, 1);
+                    assert.match(r.stderr, /^spark-b: refusing the weights manifest from http:\/\/198\.18\.0\.2:20080; nothing was written:$/m);
+                    assert.ok(r.stderr.includes(`  file "${evil}" has an empty, '.' or '..' component`), r.stderr);
+                    assert.ok(r.stderr.includes(`  file "/tmp/abs" is an absolute path`), r.stderr);
+                    assert.equal(await footprint(), before);
+                    assert.equal(fs.existsSync(path.join(suite.sim.host("spark-b").logDir, "pwned-by-name")), false);
+                });
+        });
+
+        test("a revision that is a path: refused, nothing written", async () => {
+            const revision = `${ESCAPE.replace(/^\.\.\//, "")}/pwned-rev`;
+            await withFakeHead({ revision, files: { "config.json": entry("{}") } }, { "config.json": "{}" }, async () => {
+                const before = await footprint();
+                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                assert.equal(r.code, 1);
+                assert.ok(r.stderr.includes(`  revision "${revision}" is not a 40-hex commit hash`), r.stderr);
+                assert.equal(await footprint(), before);
+                assert.equal(fs.existsSync(path.join(suite.sim.host("spark-b").logDir, "pwned-rev")), false);
+            });
+        });
+
+        test("bytes that do not match their sha256: refused, the snapshot untouched, no partial file left", async () => {
+            const files = { "config.json": entry("{}"), "model-00001-of-00001.safetensors": entry("the real weights") };
+            await withFakeHead({ revision: REV, files }, { "config.json": "{}", "model-00001-of-00001.safetensors": "the EVIL weights" }, async () => {
+                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                assert.equal(r.code, 1);
+                assert.match(r.stderr, /^spark-b: refusing the head's copy of Qwen\/Qwen3\.5-122B-A10B-FP8; the snapshot was not changed:$/m);
+                assert.ok(r.stderr.includes(`  model-00001-of-00001.safetensors: content does not match: sha256 ${sha256("the EVIL weights")}, ` +
+                    `the manifest says ${sha256("the real weights")}`), r.stderr);
+                const kept = (await suite.sim.exec("spark-b", `ls -A ${REPO}; ls -A ${REPO}/blobs; grep -rl EVIL ${CACHE} || true`)).stdout.trim().split("\n");
+                assert.deepEqual(kept, ["blobs", sha256("{}")], "only the verified blob: no snapshot, no ref, no partial file, no evil bytes");
+            });
+        });
+
+        test("a head without the token's match: the worker names the 401", async () => {
+            await withFakeHead({ revision: REV, files: { "config.json": entry("{}") } }, { "config.json": "{}" }, async () => {
+                const r = await suite.sim.ssh("spark-b", workerCopy, { input: "not-the-token\n", timeoutMs: 60_000 });
+                assert.equal(r.code, 1);
+                assert.match(r.stderr, /spark-b: the head's weights server at http:\/\/198\.18\.0\.2:20080 answered 401 to the manifest request: the copy token does not match/);
+            });
+        });
+    });
+});

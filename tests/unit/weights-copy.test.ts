@@ -1,0 +1,78 @@
+// head-then-copy (issue 13): the copy token is a generated secret that travels only on stdin, the head's server and the
+// workers' copies start together and are replaced together, and nothing downstream starts before the copy ends.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { evaluateWithMocks, RecordedResource } from "../harness/mocks";
+import { clusterConfig } from "../fixtures";
+import { resourceNames } from "../../components/naming";
+import { parseSpec } from "../../components/spec";
+import { COPY_IDLE_SECONDS, planCluster } from "../../components/plan";
+import { COMMAND, PASSWORD, plannedResources } from "../../components/resources";
+
+const n = resourceNames();
+const COPY_TOKEN = "GENERATED-COPY-TOKEN-0123456789abcdefghij"; // what the recording mocks' RandomPassword returns for it
+const NS = "spark-vllm:";
+
+function copyConfig(hosts: number): Record<string, unknown> {
+    const config: Record<string, any> = clusterConfig(hosts);
+    config[`${NS}model`] = { ...config[`${NS}model`], weights: "head-then-copy" };
+    return config;
+}
+const spec = (hosts: number) => parseSpec(Object.fromEntries(Object.entries(copyConfig(hosts)).map(([k, v]) => [k.slice(NS.length), v])));
+const named = (rs: RecordedResource[], name: string) => {
+    const r = rs.find(x => x.name === name);
+    assert.ok(r, `no resource named ${name}`);
+    return r;
+};
+
+test("the copy token is generated and reaches the server and each worker's copy on stdin only", () => {
+    const { resources, error } = evaluateWithMocks(copyConfig(3));
+    assert.equal(error, undefined);
+    assert.equal(named(resources, n.of("weights-token")).type, PASSWORD);
+    for (const r of resources) {
+        const { stdin, ...rest } = r.inputs;
+        assert.ok(!JSON.stringify(rest).includes(COPY_TOKEN), `${r.name} carries the copy token outside stdin`);
+    }
+    for (const name of [n.of("weights-source"), n.host("spark-b", "weights"), n.host("spark-c", "weights")])
+        assert.equal(named(resources, name).inputs.stdin, `${COPY_TOKEN}\n`, name);
+    assert.equal(named(resources, n.host("spark-a", "weights")).inputs.stdin, undefined, "the head downloads without it");
+});
+
+test("without head-then-copy there is no token and no server", () => {
+    const { resources } = evaluateWithMocks(clusterConfig(2));
+    assert.ok(!resources.some(r => r.name === n.of("weights-token") || r.name === n.of("weights-source")));
+});
+
+test("the server runs in the foreground with the token from stdin, knows its workers, and can be stopped by delete", () => {
+    const plan = planCluster(spec(3));
+    const source = plan.weightsSource!;
+    assert.equal(source.stdin, "weightsToken");
+    assert.match(source.create, /^timeout \d+ docker exec -i spark-vllm-spark-a bash -c /);
+    assert.match(source.create, /exec python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py serve-weights /);
+    assert.ok(!/setsid|&\s*$/m.test(source.create), "not detached: the command ends when the server does");
+    assert.ok(source.create.includes(`"workers":["spark-b","spark-c"],"idleSeconds":${COPY_IDLE_SECONDS}`), source.create);
+    assert.match(source.delete!, /weights-source\.pid/);
+    for (const w of plan.hosts.slice(1)) {
+        assert.equal(w.weights.stdin, "weightsToken");
+        assert.match(w.weights.create, /docker exec -i spark-vllm-spark-[bc] python3 .* weights .*"strategy":"copy".*"tokenOnStdin":true/);
+    }
+});
+
+test("server and copies start together, are replaced together, and compat waits for both", () => {
+    const planned = plannedResources(planCluster(spec(3)));
+    const entry = (name: string) => planned.find(p => p.name === name)!;
+    const source = entry(n.of("weights-source"));
+    const workers = [entry(n.host("spark-b", "weights")), entry(n.host("spark-c", "weights"))];
+    assert.deepEqual(source.dependsOn, [n.host("spark-a", "weights")]);
+    for (const w of workers) {
+        assert.ok(!w.dependsOn.includes(source.name) && !w.replacedBy.includes(source.name), "a copy never waits on the server (it waits on them)");
+        assert.ok(w.dependsOn.includes(n.host("spark-a", "weights")));
+        assert.deepEqual(w.replacedBy, source.replacedBy);
+        assert.equal(w.type, COMMAND);
+        assert.equal(source.type, COMMAND);
+        if (w.type === COMMAND && source.type === COMMAND) assert.deepEqual(w.inputs.triggers.slice(1), source.inputs.triggers.slice(1));
+    }
+    // Every container through its gate (a replaced worker container re-runs all of them), one list for any host count.
+    assert.deepEqual(source.replacedBy, [n.host("spark-a", "weights"), n.of("weights-token"), n.of("containers")]);
+    assert.ok(entry(n.of("compat")).dependsOn.includes(source.name));
+});
