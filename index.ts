@@ -17,3 +17,6 @@ export const modelName = cluster.modelName;
 export const apiKey = cluster.apiKey;
 export const hosts = cluster.hostFacts;
 export const fabric = cluster.fabric;
+// endpoint.tls "generated": the proxy's self-signed certificate and its SHA-256 fingerprint, for clients to pin.
+export const endpointCertificate = cluster.endpointCertificate;
+export const endpointCertificateSha256 = cluster.endpointCertificateSha256;
