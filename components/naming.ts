@@ -13,8 +13,8 @@ export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
     "api-key", "images", "containers", "fabric", "weights", "weights-source", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe",
-    // The endpoint proxy on the head: its image, its generated certificate, its configuration, its container.
-    "proxy", "proxy-pull", "proxy-tls", "proxy-conf",
+    // The endpoint proxy on the head: its component, its container, its image, its generated certificate, its configuration.
+    "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 

@@ -484,7 +484,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         vllmLaunch: vllmLaunch(spec, headSpec, serveArgv, true),
         endpointProbe,
         proxy: {
-            image: spec.endpoint.image.reference,
+            image: spec.endpoint.image,
             platform: headSpec.platform,
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },

@@ -183,7 +183,7 @@ export function proxyTls(spec: ClusterSpec): { create: string; delete: string; t
             "umask 077",
             `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
             `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
-            `${withTimeout(120, `${argvLine(run.slice(0, 2))} --user "$(id -u):$(id -g)" ${argvLine([...run.slice(2), spec.endpoint.image.reference, ...openssl])}`)} 2>&1 || exit 1`,
+            `${withTimeout(120, `${argvLine(run.slice(0, 2))} --user "$(id -u):$(id -g)" ${argvLine([...run.slice(2), spec.endpoint.image, ...openssl])}`)} 2>&1 || exit 1`,
             `chmod 600 ${shq(`${dir}/tls.key`)} && chmod 644 ${shq(`${dir}/tls.crt`)} || exit 1`,
             `cat ${shq(`${dir}/tls.crt`)}`,
         ]),

@@ -95,7 +95,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring }, parent);
         // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
         const keyLine = pulumi.secret(pulumi.output(key).apply(k => `${k}\n`));
-        this.proxy = new EndpointProxy(names.of("proxy"), { plan, names, wiring, head: this.hosts[0], keyLine }, parent);
+        this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine }, parent);
         this.endpointCertificate = this.proxy.certificate;
         this.endpointCertificateSha256 = this.proxy.certificateSha256;
         // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).

@@ -137,8 +137,8 @@ export interface ClusterSpec {
 
 /** The endpoint: the reverse proxy that publishes vLLM (which listens on loopback only) and guards it with the key. */
 export interface EndpointSpec {
-    /** The proxy's image (nginx), pinned by digest. */
-    image: ImageRef;
+    /** The proxy's image (nginx): a reference pinned by digest. */
+    image: string;
     /** "none": plain HTTP (default); "generated": a self-signed certificate made on the head, its key never leaving it. */
     tls: "none" | "generated";
 }
@@ -888,7 +888,7 @@ function parseEndpoint(r: Reader, value: unknown): EndpointSpec | undefined {
         r.problem("endpoint.image", `${show(reference)} is not an image reference pinned by digest; write <repo>[:tag]@sha256:<64 hex digits>`);
         return undefined;
     }
-    return image && (tls === "none" || tls === "generated") ? { image, tls } : undefined;
+    return image && (tls === "none" || tls === "generated") ? { image: image.reference, tls } : undefined;
 }
 
 /** Reports a host whose `key` repeats an earlier host's, comparing `same` (e.g. lower-cased); names the later host. */
