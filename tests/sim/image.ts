@@ -121,7 +121,7 @@ function rootfsKey(include: readonly string[] = INCLUDE): string {
  */
 export const PROXY_INCLUDE = ["nginx-light", "openssl"] as const;
 export const PROXY_IMAGE_REPO = "nginx-sim";
-const PROXY_IMAGE_TAG = "1.22.1";
+const PROXY_IMAGE_TAG = "1.22.1"; // bookworm's nginx-light (1.22.1-9); part of the registry key
 
 /** Hash of a directory tree: paths, exec bits, symlink targets, contents (skips __pycache__). */
 export function treeHash(dir: string): string {
@@ -284,7 +284,8 @@ export async function buildAndPushProxy(ctx: BuildContext): Promise<string> {
     const ref = `${ctx.registry}/${PROXY_IMAGE_REPO}:${PROXY_IMAGE_TAG}`;
     ctx.log(`importing ${path.basename(tar)} as ${ref} ...`);
     try {
-        await dock(ctx, ["import", "--change", "STOPSIGNAL SIGQUIT", "--change", 'CMD ["nginx", "-g", "daemon off;"]', tar, ref]);
+        await dock(ctx, ["import", "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change", "STOPSIGNAL SIGQUIT", "--change", 'CMD ["nginx", "-g", "daemon off;"]', tar, ref]);
         await dock(ctx, ["push", ref]);
         const digests = JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref])) as string[];
         const d = digests.find(x => x.startsWith(`${ctx.registry}/${PROXY_IMAGE_REPO}@sha256:`));
