@@ -353,7 +353,8 @@ export const MANAGED_VLLM_FLAGS: Record<string, string> = {
     "-tp": "vllm.tensorParallelSize",
     "--pipeline-parallel-size": "vllm.pipelineParallelSize",
     "-pp": "vllm.pipelineParallelSize",
-    "--port": "vllm.internalPort (vLLM listens behind the endpoint proxy, which publishes vllm.port)",
+    // vLLM's own port is the loopback one behind the endpoint proxy (which publishes vllm.port).
+    "--port": "vllm.internalPort",
     "--host": "vllm.internalPort (vLLM listens on 127.0.0.1 only, behind the endpoint proxy)",
     "--gpu-memory-utilization": "vllm.gpuMemoryUtilization",
     "--max-model-len": "vllm.maxModelLen",
