@@ -276,8 +276,9 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
 }
 
 /**
- * Imports the proxy rootfs as `<registry>/nginx-sim:<version>` (Debian's nginx at /usr/sbin/nginx, STOPSIGNAL
- * SIGQUIT and CMD as the official nginx image has them), pushes it, and returns its repo digest.
+ * Imports the proxy rootfs as `<registry>/nginx-sim:<version>` (Debian's nginx at /usr/sbin/nginx, PATH and CMD as
+ * the official nginx image has them; `docker import --change` refuses STOPSIGNAL, so it stops on SIGTERM, nginx's
+ * fast shutdown), pushes it, and returns its repo digest.
  */
 export async function buildAndPushProxy(ctx: BuildContext): Promise<string> {
     const tar = await ensureRootfs(ctx.cacheDir, ctx.log, PROXY_INCLUDE);
@@ -285,7 +286,7 @@ export async function buildAndPushProxy(ctx: BuildContext): Promise<string> {
     ctx.log(`importing ${path.basename(tar)} as ${ref} ...`);
     try {
         await dock(ctx, ["import", "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "--change", "STOPSIGNAL SIGQUIT", "--change", 'CMD ["nginx", "-g", "daemon off;"]', tar, ref]);
+            "--change", 'CMD ["nginx", "-g", "daemon off;"]', tar, ref]);
         await dock(ctx, ["push", ref]);
         const digests = JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref])) as string[];
         const d = digests.find(x => x.startsWith(`${ctx.registry}/${PROXY_IMAGE_REPO}@sha256:`));
