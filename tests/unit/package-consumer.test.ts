@@ -140,8 +140,8 @@ test("the README's TypeScript program, run by Pulumi's ts-node, builds a cluster
     assert.equal(ts.exitCode, 0, ts.log);
     const hosts = (CONSUMER_CONFIG["spark-vllm:hosts"] as unknown[]).length;
     assert.equal(count(ts, "spark-vllm:index:SparkCluster"), 1);
-    assert.equal(count(ts, "docker:index/container:Container"), hosts, "one container per host");
-    assert.equal(count(ts, "docker:index/remoteImage:RemoteImage"), hosts, "the image on every host");
+    assert.equal(count(ts, "docker:index/container:Container"), hosts + 1, "one container per host, and the endpoint proxy on the head");
+    assert.equal(count(ts, "docker:index/remoteImage:RemoteImage"), hosts + 1, "the image on every host, and the proxy's on the head");
     assert.equal(count(ts, "pulumi:providers:docker"), hosts, "one Docker provider per host");
     assert.equal(count(ts, "random:index/randomPassword:RandomPassword"), 1, "a generated API key");
     const commands = ts.resources.filter(r => r.type === "command:remote:Command");
@@ -174,7 +174,7 @@ test("the same program in plain JavaScript registers the same resources and give
 test("examples/two-models: two clusters on their own pairs of Sparks, one API key from a secret config value", () => {
     assert.equal(example.exitCode, 0, example.log);
     assert.equal(count(example, "spark-vllm:index:SparkCluster"), 2);
-    assert.equal(count(example, "docker:index/container:Container"), 4, "one container on each of the four Sparks");
+    assert.equal(count(example, "docker:index/container:Container"), 4 + 2, "one container on each of the four Sparks, and each cluster's endpoint proxy");
     assert.equal(count(example, "random:index/randomPassword:RandomPassword"), 0, "no generated key: the config's");
     assert.deepEqual(example.outputs?.endpoints, { "qwen3.5-122b": "http://198.18.0.11:8000/v1", "llama-3.3-70b": "http://198.18.0.13:8000/v1" });
     const withKey = example.resources.filter(r => JSON.stringify(r.inputs).includes(EXAMPLE_KEY));
