@@ -64,8 +64,8 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         const models = await http(`${endpoint}/models`, { headers: bearer(apiKey) });
         assert.equal(models.status, 200, models.body);
         assert.deepEqual(JSON.parse(models.body).data.map((m: { id: string }) => m.id), ["qwen3.5-122b"]);
-        // vLLM's own comparison takes the scheme in any case (server_utils.py verify_token: scheme.lower()).
-        assert.equal((await http(`${endpoint}/models`, { headers: { Authorization: `bearer ${apiKey}` } })).status, 200);
+        // (A lower-case "bearer" passes the proxy, as real vLLM's verify_token takes the scheme in any case; the stand-in vLLM
+        // compares "Bearer " exactly, so that case is covered by the unit test of the map's regex, not here.)
         const health = await http(base + "/health");
         assert.equal(health.status, 200, "/health needs no key");
     });
