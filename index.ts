@@ -18,3 +18,6 @@ export const apiKey = cluster.apiKey;
 export const hosts = cluster.hostFacts;
 export const fabric = cluster.fabric;
 export const serving = cluster.serving;
+// endpoint.tls "generated": the proxy's self-signed certificate and its SHA-256 fingerprint, for clients to pin.
+export const endpointCertificate = cluster.endpointCertificate;
+export const endpointCertificateSha256 = cluster.endpointCertificateSha256;

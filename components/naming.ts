@@ -13,6 +13,8 @@ export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
     "api-key", "ray-token", "preflights", "images", "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
+    // The endpoint proxy on the head: its component, its container, its image, its generated certificate, its configuration.
+    "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 
@@ -37,4 +39,12 @@ export function resourceNames(cluster: string = CLUSTER): ResourceNames {
 /** The Docker container on a host (one per host; the host's name keeps it unique on that daemon). */
 export function containerName(host: string): string {
     return `spark-vllm-${host}`;
+}
+
+/**
+ * The endpoint proxy's container on the head. The dot keeps it apart from every `containerName(host)`: host names
+ * are `[a-z0-9-]` only, and Docker allows `[a-zA-Z0-9][a-zA-Z0-9_.-]` in container names.
+ */
+export function proxyContainerName(): string {
+    return "spark-vllm.proxy";
 }

@@ -6,6 +6,7 @@ import { findModel } from "./catalog";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
+import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 
 export { containerName, toolsProgram };
 
@@ -98,12 +99,26 @@ export interface ClusterPlan {
     endpointProbe: CommandPlan;
     /** After the endpoint probe, a short streamed load on the head (probes.serving); undefined when skipped. */
     servingProof?: CommandPlan;
-    /** http://<head ssh host>:<port>/v1 */
+    /** The reverse proxy on the head that publishes vllm.port (components/proxyPlan.ts). */
+    proxy: ProxyPlan;
+    /** http(s)://<head ssh host>:<port>/v1: the proxy's address; https when endpoint.tls is set. */
     endpoint: string;
     modelName: string;
     /** Where the head keeps the vLLM log and pid. */
     vllmLog: string;
     vllmPidFile: string;
+}
+
+/** The endpoint proxy on the head: its image, its optional certificate, its configuration and its container. */
+export interface ProxyPlan {
+    image: string;
+    platform: string;
+    /** tls "generated" only: makes the self-signed certificate on the head and prints it. */
+    tls?: CommandPlan;
+    /** Writes nginx.conf and the key's map file (the key from stdin); restarts a running proxy. */
+    config: CommandPlan;
+    /** docker.Container inputs but the image. */
+    container: ReturnType<typeof proxyContainer>;
 }
 
 /** Environment of one host's container: Ray cannot forward it at serve time, so it is set at start. */
@@ -335,8 +350,10 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
         "--pipeline-parallel-size", String(vllm.pipelineParallelSize),
         ...(vllm.backend === "ray" ? ["--distributed-executor-backend", "ray"] : []),
         ...multiNode,
-        "--host", "0.0.0.0",
-        "--port", String(vllm.port),
+        // vLLM answers only on the head's loopback; the endpoint proxy publishes vllm.port and guards every path
+        // (components/proxyPlan.ts). extraArgs cannot move either (spec.ts MANAGED_VLLM_FLAGS).
+        "--host", "127.0.0.1",
+        "--port", String(vllm.internalPort),
         "--gpu-memory-utilization", String(vllm.gpuMemoryUtilization),
         ...(vllm.maxModelLen !== undefined ? ["--max-model-len", String(vllm.maxModelLen)] : []),
         ...(model.trustRemoteCode ? ["--trust-remote-code"] : []),
@@ -460,9 +477,15 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
     const { log: vllmLog, pidFile: vllmPidFile } = vllmFiles(spec);
     const serveArgv = vllmServeArgv(spec);
 
+    const scheme = spec.endpoint.tls === "none" ? "http" : "https";
     const probeArgs = {
         host: headSpec.name,
+        // Through the proxy, as a client would reach it (on the head's loopback, where it listens too).
         port: spec.vllm.port,
+        scheme,
+        // https: the probe pins the certificate the proxy serves to the one in the proxy directory (under logDir,
+        // which the head's container mounts at the same path).
+        ...(scheme === "https" ? { certificate: `${proxyDir(spec)}/tls.crt` } : {}),
         servedName: spec.model.servedName,
         log: vllmLog,
         pidFile: vllmPidFile,
@@ -482,7 +505,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
 
     const servingArgs = {
         host: headSpec.name,
-        port: spec.vllm.port,
+        // vLLM itself on the head's loopback (it checks the key too): the figures are the model's, not the proxy's or TLS's.
+        port: spec.vllm.internalPort,
         servedName: spec.model.servedName,
         concurrency: spec.probes.servingConcurrency,
         requests: spec.probes.servingRequests,
@@ -511,7 +535,14 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         vllmLaunch: vllmLaunch(spec, headSpec, serveArgv, true),
         endpointProbe,
         ...(servingProof ? { servingProof } : {}),
-        endpoint: `http://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
+        proxy: {
+            image: spec.endpoint.image,
+            platform: headSpec.platform,
+            ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
+            config: { ...proxyConfig(spec), stdin: "apiKey" },
+            container: proxyContainer(spec),
+        },
+        endpoint: `${scheme}://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,
         vllmLog,
         vllmPidFile,

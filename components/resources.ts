@@ -37,7 +37,7 @@ export interface CommandInputs {
 
 export interface InputsByType {
     [COMMAND]: CommandInputs;
-    [CONTAINER]: ReturnType<typeof containerInputs>;
+    [CONTAINER]: ReturnType<typeof containerInputs> | ProxyContainerInputs;
     [IMAGE]: { name: string; platform: string; keepLocally: boolean };
     [DOCKER_PROVIDER]: { host: string; sshOpts: string[]; disableDockerDaemonCheck: boolean };
     [PASSWORD]: { length: number; special: boolean };
@@ -79,6 +79,8 @@ export interface PlannedResourcesOptions {
 }
 
 const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex");
+/** The endpoint proxy's docker.Container inputs (components/proxyPlan.ts), with the pull's repo digest as image. */
+export type ProxyContainerInputs = ClusterPlan["proxy"]["container"] & { image: string };
 
 /** The repo digest a pull of the reference reports: repository@digest. */
 export const repoDigest = (reference: string) => reference.replace(/:[^/@]*@/, "@");
@@ -227,6 +229,21 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
     const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
+    // 7b. The endpoint proxy on the head (components/proxyPlan.ts): its image, the generated certificate (tls
+    // "generated"), the configuration with the key (from stdin; re-written and the proxy restarted when the key
+    // changes), then nginx. It needs nothing of vLLM: it answers 502 until vLLM listens.
+    const proxy = plan.proxy;
+    const headTools = n.host(head.name, "tools");
+    add({ name: n.of("proxy-pull"), type: IMAGE, host: head.name, dependsOn: [n.host(head.name, "preflight"), n.of("preflights")],
+        inputs: { name: proxy.image, platform: proxy.platform, keepLocally: opts.keepImage ?? true } });
+    const tls = proxy.tls ? n.of("proxy-tls") : undefined;
+    if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull")] });
+    command(n.of("proxy-conf"), head, proxy.config, {
+        dependsOn: [headTools, ...(tls ? [tls] : [])], replacedBy: [n.of("api-key"), ...(tls ? [tls] : [])] });
+    add({ name: n.of("proxy"), type: CONTAINER, host: head.name, deleteBeforeReplace: true,
+        inputs: { ...proxy.container, image: repoDigest(proxy.image) },
+        dependsOn: [n.of("proxy-pull"), n.of("proxy-conf")], replacedBy: [n.of("proxy-pull")] });
+
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text is in its
     // triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures a
@@ -246,7 +263,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         return name;
     });
     const launches = [n.of("vllm-launch"), ...headless];
-    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: launches, replacedBy: launches });
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy")] });
     // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
     if (plan.servingProof)
         command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });

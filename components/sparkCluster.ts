@@ -14,6 +14,7 @@ import { ModelWeights } from "./modelWeights";
 import { FabricCheck } from "./fabricCheck";
 import { RayCluster } from "./rayCluster";
 import { ModelEndpoint } from "./modelEndpoint";
+import { EndpointProxy } from "./endpointProxy";
 
 /** What SparkCluster needs: the parsed spec; everything else has a default. */
 export interface SparkClusterArgs {
@@ -48,7 +49,12 @@ export class SparkCluster extends pulumi.ComponentResource {
     /** The Ray backend's head, workers and formation probe; undefined for mp and one host. */
     readonly ray?: RayCluster;
     readonly model: ModelEndpoint;
-    /** http://<head ssh host>:<port>/v1, once the endpoint probe has proven a completion works. */
+    /** The reverse proxy on the head that publishes vllm.port and requires the key (vLLM listens on loopback only). */
+    readonly proxy: EndpointProxy;
+    /** endpoint.tls "generated": the proxy's self-signed certificate (PEM) and its SHA-256 fingerprint, for clients to pin. */
+    readonly endpointCertificate: pulumi.Output<string | undefined>;
+    readonly endpointCertificateSha256: pulumi.Output<string | undefined>;
+    /** http(s)://<head ssh host>:<port>/v1 (https with endpoint.tls), once the endpoint probe has proven a completion works through the proxy. */
     readonly endpoint: pulumi.Output<string>;
     readonly modelName: pulumi.Output<string>;
     readonly apiKey: pulumi.Output<string>;
@@ -100,7 +106,12 @@ export class SparkCluster extends pulumi.ComponentResource {
         if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
         // 7. Ray backend: head, workers, every node joined.
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring, token: rayToken! }, parent);
-        // 8. Memory on every host, vLLM, and a completion proven to work.
+        // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
+        const keyLine = pulumi.secret(pulumi.output(key).apply(k => `${k}\n`));
+        this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine }, parent);
+        this.endpointCertificate = this.proxy.certificate;
+        this.endpointCertificateSha256 = this.proxy.certificateSha256;
+        // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).
         this.model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: this.apiKey }, parent);
 
         this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
@@ -110,7 +121,8 @@ export class SparkCluster extends pulumi.ComponentResource {
             Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
         this.fabric = this.fabricCheck ? this.fabricCheck.result : pulumi.output(undefined);
         this.serving = this.model.serving;
-        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric, serving: this.serving });
+        this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric,
+            endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256, serving: this.serving });
     }
 }
 

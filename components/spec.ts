@@ -71,8 +71,10 @@ export interface VllmSpec {
     tensorParallelSize: number;
     /** Default 1. */
     pipelineParallelSize: number;
-    /** Default 8000. */
+    /** The endpoint's port on the head, published by the proxy; default 8000. */
     port: number;
+    /** Where vLLM itself listens, on the head's loopback only, behind the proxy; default 8001. */
+    internalPort: number;
     /** Default 0.85: the unified memory is shared with the OS, Docker and Ray. */
     gpuMemoryUtilization: number;
     /** Default: the model's own maximum. */
@@ -142,7 +144,22 @@ export interface ClusterSpec {
      * on the head, which copies it to the workers over the fabric with docker save | docker load).
      */
     imageSource: "registry" | "head";
+    /** The reverse proxy in front of vLLM on the head (components/proxyPlan.ts). */
+    endpoint: EndpointSpec;
 }
+
+/** The endpoint: the reverse proxy that publishes vLLM (which listens on loopback only) and guards it with the key. */
+export interface EndpointSpec {
+    /** The proxy's image (nginx): a reference pinned by digest. */
+    image: string;
+    /** "none": plain HTTP (default); "generated": a self-signed certificate made on the head, its key never leaving it. */
+    tls: "none" | "generated";
+}
+
+/** nginx 1.30.5, the official image's multi-arch index (amd64, arm64 v8, …): docker-library/repo-info
+ * repos/nginx/remote/1.30.5.md (commit 08b3b898fc18da523d5d6e30a868c60805acb3bc), "Manifest MIME:
+ * application/vnd.oci.image.index.v1+json". Debian-based, with openssl (ca-certificates depends on it). */
+export const DEFAULT_PROXY_IMAGE = "nginx:1.30.5@sha256:e9f347c65f318767714e8b0eccfd6b558d00fb92630791fb6cd901fcdf7f6fdd";
 
 /** Raw config values by key (without the namespace), as read from the stack. */
 export type RawConfig = Record<string, unknown>;
@@ -158,7 +175,7 @@ export class SpecError extends Error {
     }
 }
 
-const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken"];
+const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint"];
 
 // ---------------------------------------------------------------- bounds
 
@@ -349,8 +366,9 @@ export const MANAGED_VLLM_FLAGS: Record<string, string> = {
     "-tp": "vllm.tensorParallelSize",
     "--pipeline-parallel-size": "vllm.pipelineParallelSize",
     "-pp": "vllm.pipelineParallelSize",
-    "--port": "vllm.port",
-    "--host": "vllm.port (vLLM listens on all interfaces of the head)",
+    // vLLM's own port is the loopback one behind the endpoint proxy (which publishes vllm.port).
+    "--port": "vllm.internalPort",
+    "--host": "vllm.internalPort (vLLM listens on 127.0.0.1 only, behind the endpoint proxy)",
     "--gpu-memory-utilization": "vllm.gpuMemoryUtilization",
     "--max-model-len": "vllm.maxModelLen",
     "--served-model-name": "model.servedName",
@@ -797,7 +815,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const copyPort = r.integer(model, "copyPort", "model", 1, 65535, 20080);
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
-    r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version", "backend", "masterPort"]);
+    r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version", "backend", "masterPort", "internalPort"]);
     const gpusKnown = parsedHosts.length > 0 && parsedHosts.every(p => p.gpus !== undefined);
     const totalGpus = parsedHosts.reduce((n, p) => n + (p.gpus ?? 0), 0);
     const pp = r.integer(vllm, "pipelineParallelSize", "vllm", 1, 64, 1);
@@ -805,6 +823,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     if (tp !== undefined && pp !== undefined && gpusKnown && tp * pp !== totalGpus)
         r.problem("vllm.tensorParallelSize", `TP × PP = ${tp} × ${pp} = ${tp * pp}, but the hosts have ${totalGpus} GPU${totalGpus === 1 ? "" : "s"} in all; set TP × PP to ${totalGpus} or change the hosts`);
     const port = r.integer(vllm, "port", "vllm", 1, 65535, 8000);
+    const internalPort = r.integer(vllm, "internalPort", "vllm", 1, 65535, 8001);
     let gmu: number | undefined = 0.85;
     if (vllm.gpuMemoryUtilization !== undefined) {
         const v = typeof vllm.gpuMemoryUtilization === "string" ? Number(vllm.gpuMemoryUtilization) : vllm.gpuMemoryUtilization;
@@ -839,6 +858,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const dashboardPort = r.integer(ray, "dashboardPort", "ray", 1, 65535, 8265);
     checkPorts(r, [
         ["vllm.port", port, "pick another port for vLLM"],
+        ["vllm.internalPort", internalPort, "pick another loopback port for vLLM behind the proxy"],
         ["ray.port", rayPort, "give Ray and vLLM different ports"],
         ["ray.dashboardPort", dashboardPort, "pick another port for Ray's dashboard"],
         ["model.copyPort", weights === "head-then-copy" ? copyPort : undefined, "pick a free port for the weights copy"],
@@ -859,6 +879,8 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const servingMaxTokens = r.integer(probes, "servingMaxTokens", "probes", 1, 4096, 64);
     const servingDropWarnPercent = r.integer(probes, "servingDropWarnPercent", "probes", 1, 100, 20);
 
+    const endpoint = parseEndpoint(r, root.endpoint);
+
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
     const imageSource = r.string(root, "imageSource", "", "registry");
@@ -874,14 +896,31 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
         hosts,
         image: image!,
         model: { id: modelId!, servedName: servedName!, cacheDir: cacheDir!, trustRemoteCode, weights: weights as WeightsStrategy, copyPort: copyPort! },
-        vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version, backend, masterPort: masterPort! },
+        vllm: { tensorParallelSize: tp!, pipelineParallelSize: pp!, port: port!, gpuMemoryUtilization: gmu!, maxModelLen, extraArgs: extraArgs!, version, backend, masterPort: masterPort!, internalPort: internalPort! },
         ray: { port: rayPort!, dashboardPort: dashboardPort! },
         probes: { intervalSeconds: intervalSeconds!, rayTimeoutSeconds: rayTimeoutSeconds!, endpointTimeoutSeconds: endpointTimeoutSeconds!, fabric, fabricTimeoutSeconds: fabricTimeoutSeconds!,
             serving, servingConcurrency: servingConcurrency!, servingRequests: servingRequests!, servingMaxTokens: servingMaxTokens!, servingDropWarnPercent: servingDropWarnPercent! },
         logDir: logDir!,
         shmSizeMb: shmSizeMb!,
         imageSource: imageSource as ClusterSpec["imageSource"],
+        endpoint: endpoint!,
     };
+}
+
+/** `spark-vllm:endpoint`: the proxy's image (pinned by digest) and TLS. */
+function parseEndpoint(r: Reader, value: unknown): EndpointSpec | undefined {
+    const obj = r.object(value, "endpoint", false) ?? {};
+    r.unknownKeys(obj, "endpoint", ["image", "tls"]);
+    const tls = r.string(obj, "tls", "endpoint", "none", 16);
+    if (tls !== undefined && tls !== "none" && tls !== "generated")
+        r.problem("endpoint.tls", `must be none or generated, got ${show(tls)}`);
+    const reference = r.string(obj, "image", "endpoint", DEFAULT_PROXY_IMAGE, 512);
+    const image = reference === undefined ? undefined : parseImageRef(reference);
+    if (reference !== undefined && !image?.digest) {
+        r.problem("endpoint.image", `${show(reference)} is not an image reference pinned by digest; write <repo>[:tag]@sha256:<64 hex digits>`);
+        return undefined;
+    }
+    return image && (tls === "none" || tls === "generated") ? { image: image.reference, tls } : undefined;
 }
 
 /** Reports a host whose `key` repeats an earlier host's, comparing `same` (e.g. lower-cased); names the later host. */

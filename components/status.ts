@@ -16,8 +16,9 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         host: host.host.name,
         pidFile: plan.vllmPidFile,
         log: plan.vllmLog,
-        ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.port}/health` } : {}),
-        ...(plan.backend === "ray" ? { ray: true } : {}),
+        // vLLM's own /health on the head's loopback (behind the proxy, which may speak TLS).
+        ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : {}),
+        ...(plan.backend === "ray" ? { ray: { address: `${spec.hosts[0].fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
     };
     return script([
         `state=$(docker inspect -f '{{.State.Status}}' ${shq(container)} 2>/dev/null) || state=absent`,
@@ -35,7 +36,9 @@ export interface HostReport {
     vllm?: { state: string; pid: number | null; uptimeSeconds?: number | null; servedModel?: string | null;
         diagnosis?: { kind: string; line: string; hint: string } };
     health?: number | null;
-    raylet?: boolean;
+    /** Ray backend: whether the head's GCS lists this host's node alive (null: it could not be asked, see rayError). */
+    raylet?: boolean | null;
+    rayError?: string;
     memory?: { availableGiB: number | null; totalGiB: number | null };
 }
 
@@ -85,8 +88,8 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up}\` to start it and relaunch the cluster`);
             continue;
         }
-        if (plan.backend === "ray" && r.raylet === false)
-            problems.push(`${r.host}: no Ray node runs in ${containerName(r.host)}; run \`${up}\` to relaunch Ray and vLLM`);
+        if (plan.backend === "ray" && r.raylet !== true)
+            problems.push(`${r.host}: ${r.raylet === false ? "its Ray node is not in the cluster" : `the Ray cluster cannot be asked (${r.rayError ?? "no answer"})`}; run \`${up}\` to relaunch Ray and vLLM`);
         const runsVllm = r.role === "head" || plan.backend === "mp";
         if (runsVllm && r.vllm?.state !== "running") {
             const d = r.vllm?.diagnosis;
@@ -107,7 +110,7 @@ export function renderStatus(s: ClusterStatus): string {
     for (const r of s.hosts) {
         if (r.unreachable !== undefined) { out.push(`  ${r.host} (${r.role}): unreachable`); continue; }
         const parts = [`container ${r.container}`];
-        if (r.raylet !== undefined) parts.push(`Ray node ${r.raylet ? "running" : "absent"}`);
+        if (r.raylet !== undefined) parts.push(`Ray node ${r.raylet ? "joined" : r.raylet === false ? "absent" : "unknown"}`);
         if (r.vllm) parts.push(r.vllm.state === "running"
             ? `vLLM pid ${r.vllm.pid} up ${duration(r.vllm.uptimeSeconds)}${r.vllm.servedModel ? ` serving ${r.vllm.servedModel}` : ""}`
             : `vLLM ${r.vllm.state}`);

@@ -88,7 +88,14 @@ export function knownVllmVersion(resources: Res[]): { version: string; from: str
     return undefined;
 }
 
-const byType = (resources: Res[], type: string) => resources.filter(r => r.type === type);
+/**
+ * The endpoint proxy's container (labelled spark-vllm.role=proxy) and its image pull (`<cluster>-proxy-pull`,
+ * components/naming.ts): nginx on the head, not a vLLM host. The rules about vLLM containers and images skip them.
+ */
+export function isEndpointProxy(r: Pick<Res, "type" | "props" | "name">): boolean {
+    return (r.type === CONTAINER && label(r.props, "spark-vllm.role") === "proxy") || (r.type === REMOTE_IMAGE && /-proxy-pull$/.test(r.name));
+}
+const byType = (resources: Res[], type: string) => resources.filter(r => r.type === type && !isEndpointProxy(r));
 const serveCommands = (resources: Res[]) => byType(resources, COMMAND).filter(r => isServe(commandText(r.props)));
 
 /** The memory planner's input, rebuilt from the resources: hosts from container labels, settings from `vllm serve`. */
@@ -234,7 +241,7 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
         description: "vLLM/Ray containers use the host network (NCCL and Ray bind the fabric address) and host IPC (shared memory between workers).",
         enforcementLevel: "mandatory",
         validateResource: (args, report) => {
-            if (args.type !== CONTAINER) return;
+            if (args.type !== CONTAINER || isEndpointProxy(args)) return;
             for (const key of ["networkMode", "ipcMode"]) {
                 const v = args.props[key];
                 if (v === UNKNOWN) continue;
@@ -247,7 +254,7 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
         description: "Every container sets VLLM_HOST_IP and the NCCL/Gloo socket interfaces, all in one interface family.",
         enforcementLevel: "mandatory",
         validateResource: (args, report) => {
-            if (args.type !== CONTAINER || !known(args.props.envs)) return;
+            if (args.type !== CONTAINER || isEndpointProxy(args) || !known(args.props.envs)) return;
             const env = envMap(args.props);
             for (const k of ["VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"])
                 if (!env.get(k)) report(`container ${args.name} does not set ${k}. Remediation: set the host's fabric.interface and fabric.address; Ray cannot pass environment to workers at serve time.`);

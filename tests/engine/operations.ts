@@ -175,7 +175,7 @@ export function runArgs(t: Transport, inputs: Record<string, any>): string[] {
     }
     for (const c of inputs.capabilities?.adds ?? []) args.push("--cap-add", c);
     for (const d of inputs.devices ?? []) args.push("--device", `${d.hostPath}:${d.containerPath ?? d.hostPath}`);
-    for (const m of inputs.mounts ?? []) args.push("--mount", `type=${m.type},source=${m.source},target=${m.target}`);
+    for (const m of inputs.mounts ?? []) args.push("--mount", `type=${m.type},source=${m.source},target=${m.target}${m.readOnly ? ",readonly" : ""}`);
     for (const l of inputs.labels ?? []) args.push("--label", `${l.label}=${l.value}`);
     for (const e of inputs.envs ?? []) args.push("--env", e);
     if (inputs.entrypoints?.length) args.push("--entrypoint", inputs.entrypoints[0]);

@@ -10,7 +10,7 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { buildAndPush, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
+import { buildAndPush, buildAndPushProxy, proxyRootfsPath, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
 import { alive, cmdline, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
 
@@ -99,6 +99,8 @@ export interface Sim {
     registry: string;
     /** tag → "198.18.0.1:5000/vllm-sim@sha256:..." */
     images: Record<string, string>;
+    /** The endpoint proxy's image: Debian's real nginx, "198.18.0.1:5000/nginx-sim:1.22.1@sha256:…" (spark-vllm:endpoint.image). */
+    proxyImage: string;
     /** ssh client config (User root, IdentityFile, known_hosts, aliases spark-a.. → addresses). */
     sshConfigFile: string;
     sshKeyFile: string;
@@ -608,7 +610,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const cacheDir = SIM_CACHE_DIR;
         const regDir = path.join(cacheDir, `registry-${registryKey(imageDir, releases)}`);
         const imagesFile = path.join(regDir, "images.json");
-        const cached = fs.existsSync(imagesFile);
+        const proxyFile = path.join(regDir, "proxy-image.json");
+        const cached = fs.existsSync(imagesFile) && fs.existsSync(proxyFile);
         if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
         state.registryPid = await startRegistry(runDir, path.join(regDir, "data"));
         writeState(state);
@@ -678,21 +681,26 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
         // images
         let images: Record<string, string>;
+        let proxyImage: string;
         if (cached) {
             images = JSON.parse(fs.readFileSync(imagesFile, "utf8"));
+            proxyImage = JSON.parse(fs.readFileSync(proxyFile, "utf8")).image;
         } else {
             const builder = hostStates[0];
-            images = await buildAndPush({
-                docker: (args, input) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
+            const ctx = {
+                docker: (args: string[], input?: string) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
                 registry: SIM_REGISTRY,
                 imageDir,
                 releases,
                 cacheDir,
                 stagingDir: path.join(runDir, "image-staging"),
                 log,
-            });
+            };
+            images = await buildAndPush(ctx);
+            proxyImage = await buildAndPushProxy(ctx);
             fs.writeFileSync(imagesFile, JSON.stringify(images, null, 2));
-            await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir)]);
+            fs.writeFileSync(proxyFile, JSON.stringify({ image: proxyImage }, null, 2));
+            await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
         }
         phase("images");
         timings.total = Date.now() - t0;
@@ -722,6 +730,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             hosts,
             registry: SIM_REGISTRY,
             images,
+            proxyImage,
             sshConfigFile: client.config,
             sshKeyFile: key,
             knownHostsFile: client.knownHosts,

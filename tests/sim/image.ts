@@ -114,9 +114,18 @@ function hash(...parts: (string | Buffer)[]): string {
     return h.digest("hex").slice(0, 16);
 }
 
-function rootfsKey(): string {
-    return hash("rootfs", BUILD_VERSION, SUITE, "minbase", INCLUDE.join(","), process.arch);
+function rootfsKey(include: readonly string[] = INCLUDE): string {
+    return hash("rootfs", BUILD_VERSION, SUITE, "minbase", include.join(","), process.arch);
 }
+
+/**
+ * The endpoint proxy's image: Debian's own nginx (nginx-light, bookworm's 1.22.1) and openssl, installed by
+ * debootstrap from Debian's mirror: the real nginx, not a stand-in. Its own rootfs tarball (`proxy-rootfs-<hash>.tar`,
+ * a name pruneCache of other builds leaves alone), imported as `nginx-sim:<version>`.
+ */
+export const PROXY_INCLUDE = ["nginx-light", "openssl"] as const;
+export const PROXY_IMAGE_REPO = "nginx-sim";
+const PROXY_IMAGE_TAG = "1.22.1"; // bookworm's nginx-light (1.22.1-9); part of the registry key
 
 /** Hash of a directory tree: paths, exec bits, symlink targets, contents (skips __pycache__). */
 export function treeHash(dir: string): string {
@@ -140,8 +149,13 @@ export function rootfsPath(cacheDir: string): string {
     return path.join(cacheDir, `rootfs-${rootfsKey()}.tar`);
 }
 
+export function proxyRootfsPath(cacheDir: string): string {
+    return path.join(cacheDir, `proxy-rootfs-${rootfsKey(PROXY_INCLUDE)}.tar`);
+}
+
 export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
-    return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH);
+    return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH,
+        "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG);
 }
 
 async function umountUnder(dir: string): Promise<void> {
@@ -152,26 +166,25 @@ async function umountUnder(dir: string): Promise<void> {
 }
 
 /** The rootfs tarball, from cache or built with debootstrap (about 40-60 s). */
-export async function ensureRootfs(cacheDir: string, log: (s: string) => void): Promise<string> {
-    const key = rootfsKey();
-    const tar = rootfsPath(cacheDir);
+export async function ensureRootfs(cacheDir: string, log: (s: string) => void, include: readonly string[] = INCLUDE): Promise<string> {
+    const tar = include === INCLUDE ? rootfsPath(cacheDir) : proxyRootfsPath(cacheDir);
     if (fs.existsSync(tar)) return tar;
     fs.mkdirSync(cacheDir, { recursive: true });
-    const work = path.join(cacheDir, `rootfs-${key}.build`);
+    const work = path.join(cacheDir, `${path.basename(tar, ".tar")}.build`);
     await umountUnder(work);
     fs.rmSync(work, { recursive: true, force: true });
     fs.mkdirSync(work, { recursive: true });
     const root = path.join(work, "root");
-    log(`building the image rootfs with debootstrap (${SUITE} minbase + ${INCLUDE.join(" ")}) ...`);
+    log(`building the image rootfs with debootstrap (${SUITE} minbase + ${include.join(" ")}) ...`);
     try {
-        const r = await run(["debootstrap", "--variant=minbase", `--include=${INCLUDE.join(",")}`, SUITE, root, mirror()],
+        const r = await run(["debootstrap", "--variant=minbase", `--include=${include.join(",")}`, SUITE, root, mirror()],
             { timeoutMs: 15 * 60_000 });
         if (r.code !== 0) {
             throw new Error(`debootstrap failed (exit ${r.code}); see ${root}/debootstrap/debootstrap.log\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`);
         }
         await umountUnder(root);
         // trim what a stand-in image never needs
-        await must(["/bin/bash", "-c", `cd '${root}' && rm -rf usr/share/doc usr/share/man usr/share/info usr/share/locale var/cache/apt/* var/lib/apt/lists/* var/log/* debootstrap`]);
+        await must(["/bin/bash", "-c", `cd '${root}' && rm -rf usr/share/doc usr/share/man usr/share/info usr/share/locale var/cache/apt/* var/lib/apt/lists/* debootstrap && find var/log -type f -delete`]);
         await must(["tar", "--numeric-owner", "-C", root, "-cf", `${tar}.tmp`, "."]);
         fs.renameSync(`${tar}.tmp`, tar);
     } finally {
@@ -266,13 +279,35 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
     return images;
 }
 
+/**
+ * Imports the proxy rootfs as `<registry>/nginx-sim:<version>` (Debian's nginx at /usr/sbin/nginx, PATH and CMD as
+ * the official nginx image has them; `docker import --change` refuses STOPSIGNAL, so it stops on SIGTERM, nginx's
+ * fast shutdown), pushes it, and returns its repo digest.
+ */
+export async function buildAndPushProxy(ctx: BuildContext): Promise<string> {
+    const tar = await ensureRootfs(ctx.cacheDir, ctx.log, PROXY_INCLUDE);
+    const ref = `${ctx.registry}/${PROXY_IMAGE_REPO}:${PROXY_IMAGE_TAG}`;
+    ctx.log(`importing ${path.basename(tar)} as ${ref} ...`);
+    try {
+        await dock(ctx, ["import", "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change", 'CMD ["nginx", "-g", "daemon off;"]', tar, ref]);
+        await dock(ctx, ["push", ref]);
+        const digests = JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref])) as string[];
+        const d = digests.find(x => x.startsWith(`${ctx.registry}/${PROXY_IMAGE_REPO}@sha256:`));
+        if (!d) throw new Error(`no RepoDigest for ${ref} after push: ${JSON.stringify(digests)}`);
+        return `${ctx.registry}/${PROXY_IMAGE_REPO}:${PROXY_IMAGE_TAG}@${d.split("@")[1]}`;
+    } finally {
+        await ctx.docker(["rmi", "-f", ref]);
+    }
+}
+
 /** Removes cache entries other than the ones in use (keeps the cache from growing without bound). */
 export async function pruneCache(cacheDir: string, keep: string[]): Promise<void> {
     if (!fs.existsSync(cacheDir)) return;
     for (const name of fs.readdirSync(cacheDir)) {
         const p = path.join(cacheDir, name);
         if (keep.includes(p)) continue;
-        if (/^(rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) {
+        if (/^((proxy-)?rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) {
             await sh(`rm -rf '${p}'`);
         }
     }

@@ -18,6 +18,8 @@ export interface SimStackOptions {
     weights?: string;
     /** RDMA HCAs on every host (the sim's hosts show a RoCE `rocep1s0f1` in sysfs); default [] (TCP). */
     hcas?: string[];
+    /** spark-vllm:endpoint beyond the sim's proxy image (Debian's nginx from the sim registry), e.g. { tls: "generated" }. */
+    endpoint?: Record<string, unknown>;
 }
 
 /** A stack on the simulated hosts: TCP fabric on the sim's interface, this machine's x86 platform. */
@@ -39,6 +41,8 @@ export function simStack(sim: Sim, workDir: string, name: string, opts: SimStack
             "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
             "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
             "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
+            // The sim's registry serves the proxy image; nothing outside 198.18.0.0/15 is reachable.
+            "spark-vllm:endpoint": { image: sim.proxyImage, ...(opts.endpoint ?? {}) },
         },
     };
 }
@@ -53,7 +57,7 @@ export async function leftovers(sim: Sim): Promise<string[]> {
         // Only this host's processes (its network namespace): other stand-in tests may run on the machine.
         const procs = await sim.exec(h.name, "pgrep -af --ns $$ --nslist net '[v]llm serve|[r]ay start|[_]sim_gcs|[s]erve-weights' || true");
         if (procs.stdout.trim()) found.push(`${h.name}: processes ${procs.stdout.trim()}`);
-        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :6379 or sport = :20080 or sport = :29501 )' || true");
+        const ports = await sim.exec(h.name, "ss -Hltn '( sport = :8000 or sport = :8001 or sport = :6379 or sport = :20080 or sport = :29501 )' || true");
         if (ports.stdout.trim()) found.push(`${h.name}: listening ${ports.stdout.trim()}`);
     }
     return found;

@@ -39,7 +39,7 @@ test("extraArgs may not set a managed flag in any spelling vLLM accepts; the ref
     const at = (i: number) => found.find(p => p.startsWith(`spark-vllm:vllm.extraArgs[${i}]: `)) ?? assert.fail(`nothing about extraArgs[${i}] in:\n${found.join("\n")}`);
     assert.equal(at(0), "spark-vllm:vllm.extraArgs[0]: --api_key (vLLM reads it as --api-key) is set by spark-vllm from the generated apiKey output (never put a key in extraArgs); remove it from extraArgs");
     assert.equal(at(2), "spark-vllm:vllm.extraArgs[2]: --tensor_parallel_size (vLLM reads it as --tensor-parallel-size) is set by spark-vllm from vllm.tensorParallelSize; remove it from extraArgs and set spark-vllm:vllm.tensorParallelSize instead");
-    assert.match(at(3), /--Port \(vLLM reads it as --port\) is set by spark-vllm from vllm\.port; .*set spark-vllm:vllm\.port instead/);
+    assert.match(at(3), /--Port \(vLLM reads it as --port\) is set by spark-vllm from vllm\.internalPort; .*set spark-vllm:vllm\.internalPort instead/);
     assert.match(at(5), /--max-model \(vLLM reads it as --max-model-len\) .*set spark-vllm:vllm\.maxModelLen instead/);
     assert.match(at(7), /--no-trust-remote-code \(vLLM reads it as --trust-remote-code\) .*set spark-vllm:model\.trustRemoteCode instead/);
     assert.match(at(8), /-tp \(vLLM reads it as -tp\)|^spark-vllm:vllm\.extraArgs\[8\]: -tp is set by spark-vllm from vllm\.tensorParallelSize/);

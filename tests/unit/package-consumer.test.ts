@@ -140,8 +140,8 @@ test("the README's TypeScript program, run by Pulumi's ts-node, builds a cluster
     assert.equal(ts.exitCode, 0, ts.log);
     const hosts = (CONSUMER_CONFIG["spark-vllm:hosts"] as unknown[]).length;
     assert.equal(count(ts, "spark-vllm:index:SparkCluster"), 1);
-    assert.equal(count(ts, "docker:index/container:Container"), hosts, "one container per host");
-    assert.equal(count(ts, "docker:index/remoteImage:RemoteImage"), hosts, "the image on every host");
+    assert.equal(count(ts, "docker:index/container:Container"), hosts + 1, "one container per host, and the endpoint proxy on the head");
+    assert.equal(count(ts, "docker:index/remoteImage:RemoteImage"), hosts + 1, "the image on every host, and the proxy's on the head");
     assert.equal(count(ts, "pulumi:providers:docker"), hosts, "one Docker provider per host");
     const passwords = ts.resources.filter(r => r.type === "random:index/randomPassword:RandomPassword").map(r => r.name).sort();
     assert.deepEqual(passwords, ["spark-api-key", "spark-ray-token"], "a generated API key and, for Ray, a generated Ray token");
@@ -175,7 +175,7 @@ test("the same program in plain JavaScript registers the same resources and give
 test("examples/two-models: two clusters on their own pairs of Sparks, one API key from a secret config value", () => {
     assert.equal(example.exitCode, 0, example.log);
     assert.equal(count(example, "spark-vllm:index:SparkCluster"), 2);
-    assert.equal(count(example, "docker:index/container:Container"), 4, "one container on each of the four Sparks");
+    assert.equal(count(example, "docker:index/container:Container"), 4 + 2, "one container on each of the four Sparks, and each cluster's endpoint proxy");
     const passwords = example.resources.filter(r => r.type === "random:index/randomPassword:RandomPassword").map(r => r.name);
     assert.deepEqual(passwords.filter(p => p.endsWith("-api-key")), [], "no generated API key: the config's");
     assert.equal(passwords.filter(p => p.endsWith("-ray-token")).length, 2, "each Ray cluster's own generated Ray token");

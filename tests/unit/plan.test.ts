@@ -59,7 +59,7 @@ test("the vllm serve line carries every configured flag, extra args quoted", () 
     });
     assert.deepEqual(p.vllmServeArgv, ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
         "--tensor-parallel-size", "2", "--pipeline-parallel-size", "1", "--distributed-executor-backend", "ray",
-        "--host", "0.0.0.0", "--port", "8000", "--gpu-memory-utilization", "0.85", "--max-model-len", "32768",
+        "--host", "127.0.0.1", "--port", "8001", "--gpu-memory-utilization", "0.85", "--max-model-len", "32768",
         "--trust-remote-code", "--enable-prefix-caching", "--chat-template-content-format", "it's"]);
     assert.ok(p.vllmLaunch.create.includes(`it'"'"'"'"'"'"'"'"'s`), "nested quoting of a quote inside bash -c");
     assert.equal(p.vllmLaunch.stdin, "apiKey");

@@ -10,6 +10,8 @@ const n = resourceNames();
 
 const API_KEY = "GENERATED-API-KEY-0123456789abcdefghijklmn"; // what the recording mocks' RandomPassword returns
 const byType = (rs: RecordedResource[], type: string) => rs.filter(r => r.type === type);
+/** The vLLM hosts' containers and image pulls: not the endpoint proxy's (its own tests are below). */
+const vllmOnly = (rs: RecordedResource[]) => rs.filter(r => r.name !== n.of("proxy") && r.name !== n.of("proxy-pull"));
 const named = (rs: RecordedResource[], name: string) => {
     const r = rs.find(x => x.name === name);
     assert.ok(r, `no resource named ${name}; have ${rs.map(x => x.name).join(", ")}`);
@@ -29,13 +31,15 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("spark-vllm:index:RayCluster"), hosts > 1 ? 1 : 0, "one host runs without Ray");
         assert.equal(count("spark-vllm:index:ModelEndpoint"), 1);
         assert.equal(count("pulumi:providers:docker"), hosts);
-        assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts);
-        assert.equal(count("docker:index/container:Container"), hosts);
+        // One per host, and the endpoint proxy's on the head.
+        assert.equal(count("docker:index/remoteImage:RemoteImage"), hosts + 1);
+        assert.equal(count("docker:index/container:Container"), hosts + 1);
+        assert.equal(count("spark-vllm:index:EndpointProxy"), 1);
         // the API key; with Ray, the cluster's Ray token too
         assert.equal(count("random:index/randomPassword:RandomPassword"), hosts > 1 ? 2 : 1);
-        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe, serving proof;
+        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe, serving proof, the proxy's configuration;
         // two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
-        assert.equal(count("command:remote:Command"), 4 * hosts + 4 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
+        assert.equal(count("command:remote:Command"), 4 * hosts + 5 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
         assert.equal(count("spark-vllm:index:FabricCheck"), hosts > 1 ? 1 : 0);
         const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
@@ -46,7 +50,7 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
 
 test("each container's environment carries its own fabric address and interface", () => {
     const { resources } = evaluateWithMocks(clusterConfig(4));
-    const containers = byType(resources, "docker:index/container:Container");
+    const containers = vllmOnly(byType(resources, "docker:index/container:Container"));
     containers.forEach(c => {
         const i = "abcd".indexOf(c.name.replace("spark-spark-", "").replace("-container", ""));
         assert.ok(i >= 0);
@@ -94,7 +98,8 @@ test("the generated Ray token travels only on the Ray launches' stdin; the conta
         if (launches.includes(r.name)) assert.equal(stdin, `${RAY_TOKEN}\n`, r.name);
         else assert.ok(!String(stdin ?? "").includes(RAY_TOKEN), `${r.name} gets the Ray token`);
     }
-    for (const c of byType(resources, "docker:index/container:Container")) {
+    // The vLLM containers (the endpoint proxy's runs no Ray).
+    for (const c of byType(resources, "docker:index/container:Container").filter(c => c.name.endsWith("-container"))) {
         assert.ok(c.inputs.envs.includes("RAY_AUTH_MODE=token"), c.name);
         assert.ok(c.inputs.envs.includes("RAY_AUTH_TOKEN_PATH=/var/lib/spark-vllm/ray/auth_token"), c.name);
         assert.ok(!c.inputs.envs.some((e: string) => e.startsWith("RAY_AUTH_TOKEN=")), c.name);
@@ -112,7 +117,7 @@ test("without Ray (mp backend, one host) there is no Ray token and no token mode
         assert.equal(error, undefined);
         assert.equal(resources.filter(r => r.name === n.of("ray-token")).length, 0);
         for (const c of byType(resources, "docker:index/container:Container"))
-            assert.ok(!c.inputs.envs.some((e: string) => e.startsWith("RAY_AUTH")), c.name);
+            assert.ok(!(c.inputs.envs ?? []).some((e: string) => e.startsWith("RAY_AUTH")), c.name);
     }
 });
 
@@ -180,7 +185,7 @@ test("preview: the Docker providers skip the daemon check, and every command tex
 test("the committed spark stack evaluates: two Sparks, TP=2, the ConnectX-7 fabric", () => {
     const { resources, outputs, error } = evaluateWithMocks(stackConfig("spark"), { preview: true });
     assert.equal(error, undefined);
-    assert.equal(byType(resources, "docker:index/container:Container").length, 2);
+    assert.equal(vllmOnly(byType(resources, "docker:index/container:Container")).length, 2);
     assert.match(named(resources, n.of("vllm-launch")).inputs.create, /vllm serve Qwen\/Qwen3\.5-122B-A10B-FP8 .*--tensor-parallel-size 2 /);
     assert.ok(named(resources, "spark-spark-b-container").inputs.envs.includes("NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"));
     assert.ok(outputs);
@@ -192,7 +197,7 @@ test("hosts that pulled different images stop every container, naming each host'
     assert.match(error ?? "", /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1@sha256:abab/);
     assert.match(error ?? "", new RegExp(`spark-b: ${other.replace(/[.]/g, "\\.")}`));
     assert.match(error ?? "", /pin spark-vllm:image by digest/);
-    assert.deepEqual(byType(resources, "docker:index/container:Container"), []);
+    assert.deepEqual(vllmOnly(byType(resources, "docker:index/container:Container")), []);
     assert.ok(!resources.some(r => r.inputs.create?.includes("ray start") || r.inputs.create?.includes("vllm serve")), "nothing launches");
 });
 
@@ -221,7 +226,8 @@ test("imageSource head: the head copies its image to each worker over the fabric
     const config = { ...clusterConfig(3), "spark-vllm:imageSource": "head" };
     const { resources, error } = evaluateWithMocks(config);
     assert.equal(error, undefined);
-    assert.deepEqual(byType(resources, "docker:index/remoteImage:RemoteImage"), []);
+    // The vLLM image is copied; only the endpoint proxy's (nginx) is pulled on the head, or found there if loaded beforehand.
+    assert.deepEqual(byType(resources, "docker:index/remoteImage:RemoteImage").map(r => r.name), [n.of("proxy-pull")]);
     const head = named(resources, "spark-spark-a-image");
     assert.match(head.inputs.create, /^timeout 60 docker image inspect --format/);
     for (const w of ["b", "c"]) {

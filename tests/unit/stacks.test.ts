@@ -32,7 +32,8 @@ for (const stack of STACKS) {
     test(`Pulumi.${stack}.yaml: evaluates under mocks, one container per host, TP × PP = ${gpus} GPUs`, () => {
         const { resources, error } = evaluateWithMocks(config, { stack, preview: true });
         assert.equal(error, undefined);
-        assert.equal(resources.filter(r => r.type === "docker:index/container:Container").length, hosts.length);
+        // One per host, and the endpoint proxy on the head.
+        assert.equal(resources.filter(r => r.type === "docker:index/container:Container").length, hosts.length + 1);
         const serve = resources.find(r => r.name === resourceNames().of("vllm-launch"))?.inputs.create as string;
         const m = /vllm serve .*--tensor-parallel-size (\d+) --pipeline-parallel-size (\d+)/.exec(serve);
         assert.ok(m, "the launch runs vllm serve with TP and PP");

@@ -28,7 +28,7 @@ test("the host script reports a running container, vLLM's pid and uptime, and /h
     const vllm = spawn("sleep", ["300"], { stdio: "ignore" });
     try {
         const port = (server.address() as AddressInfo).port;
-        const plan = planCluster(parseSpec({ ...rawConfig(1), logDir: dir, vllm: { ...rawConfig(1).vllm, port } }));
+        const plan = planCluster(parseSpec({ ...rawConfig(1), logDir: dir, vllm: { ...rawConfig(1).vllm, internalPort: port } }));
         fs.writeFileSync(path.join(dir, TOOLS_FILE), toolsProgram());
         const stat = fs.readFileSync(`/proc/${vllm.pid}/stat`, "utf8");
         fs.writeFileSync(plan.vllmPidFile, `${vllm.pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}\n`);
@@ -104,7 +104,7 @@ test("status: a healthy cluster is serving (exit 0), each host asked once over S
     const r = cliWithHosts({ "198.18.0.2": head(running, 200), "198.18.0.3": worker }, []);
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /^stack two: serving qwen3\.5-122b at http:\/\/198\.18\.0\.2:8000\/v1/);
-    assert.match(r.stdout, /spark-a \(head\): container running, Ray node running, vLLM pid 812 up 2 h 1 min serving qwen3\.5-122b, \/health 200, 60\.2 of 119\.7 GiB free/);
+    assert.match(r.stdout, /spark-a \(head\): container running, Ray node joined, vLLM pid 812 up 2 h 1 min serving qwen3\.5-122b, \/health 200, 60\.2 of 119\.7 GiB free/);
     assert.match(r.sent, /198\.18\.0\.2\n-o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=15 -p 22 root@198\.18\.0\.2 sh -s\n/);
     assert.match(r.sent, /docker inspect -f '\{\{\.State\.Status\}\}' spark-vllm-spark-b/);
     assert.equal(r.sent.match(/host-status/g)?.length, 2);

@@ -1,6 +1,9 @@
 # ray-probe (every node and GPU joined the head) and endpoint-probe (vLLM answers, or why it died).
+import hashlib
 import json
 import re
+import socket
+import ssl
 import sys
 import threading
 import time
@@ -105,13 +108,20 @@ def process_state(pid_file, proc="/proc"):
     return pid, "running"
 
 
+# https to the proxy on loopback: the certificate is checked by pinning (served_certificate_matches), not by a
+# chain or a host name (a self-signed certificate for the head's SSH address, reached here as 127.0.0.1).
+_TLS = ssl.create_default_context()
+_TLS.check_hostname = False
+_TLS.verify_mode = ssl.CERT_NONE
+
+
 def http(method, url, key=None, body=None, timeout=5):
     req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
     req.add_header("Content-Type", "application/json")
     if key:
         req.add_header("Authorization", "Bearer " + key)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout, context=_TLS if url.startswith("https:") else None) as resp:
             return resp.status, resp.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")
@@ -147,9 +157,22 @@ def concurrent_completions(base, key, model, n):
     return results
 
 
+def served_certificate_matches(port, cert_file, timeout=5):
+    """Whether the certificate served on 127.0.0.1:port is the one in cert_file (same DER bytes): (ok, detail)."""
+    pem = read_file(cert_file)
+    if not pem:
+        return False, "%s cannot be read" % cert_file
+    want = hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        with _TLS.wrap_socket(raw) as tls:
+            got = hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+    return got == want, "served sha256 %s, %s has %s" % (got, cert_file, want)
+
+
 def endpoint_probe(args):
     key = sys.stdin.readline().strip()
-    base = "http://127.0.0.1:%d" % args["port"]
+    # Through the endpoint proxy, as a client reaches it (vLLM itself listens on loopback only).
+    base = "%s://127.0.0.1:%d" % (args.get("scheme", "http"), args["port"])
     started = time.time()
     deadline = started + args["timeoutSeconds"]
     next_progress = started + PROGRESS_EVERY
@@ -174,6 +197,13 @@ def endpoint_probe(args):
             next_progress = now + PROGRESS_EVERY
         time.sleep(args["intervalSeconds"])
     ready = round(time.time() - started, 1)
+    if args.get("certificate"):
+        ok, detail = served_certificate_matches(args["port"], args["certificate"])
+        if not ok:
+            fail(["the endpoint proxy on %s serves another certificate than the one spark-vllm made: %s" % (args["host"], detail)])
+    status, _ = http("GET", base + "/v1/models")
+    if status != 401:
+        fail(["/v1/models answered %s without the API key, not 401: the endpoint proxy on %s does not require the key" % (status, args["host"])])
     status, body = http("GET", base + "/v1/models", key)
     if status != 200:
         fail(["/v1/models answered %s with the API key: %s" % (status, body[:300])])

@@ -113,3 +113,48 @@ class ConcurrentCompletions(unittest.TestCase):
         self.addCleanup(server.shutdown)
         results = concurrent_completions("http://127.0.0.1:%d" % server.server_address[1], "k", "m", 2)
         self.assertEqual([status for status, _ in results], [200, 200])
+
+
+class CertificatePin(unittest.TestCase):
+    """The probe pins the proxy's certificate: the one served on the port must be the one in the file."""
+
+    def setUp(self):
+        import socket
+        import ssl
+        import subprocess
+        import threading
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        for name in ("served", "other"):
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                            "-days", "1", "-subj", "/CN=" + name, "-keyout", os.path.join(self.dir, name + ".key"),
+                            "-out", os.path.join(self.dir, name + ".crt")], check=True, capture_output=True)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(self.dir, "served.crt"), os.path.join(self.dir, "served.key"))
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(4)
+        self.addCleanup(self.server.close)
+        self.port = self.server.getsockname()[1]
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = self.server.accept()
+                except OSError:
+                    return
+                try:
+                    with ctx.wrap_socket(conn, server_side=True):
+                        pass
+                except (OSError, ssl.SSLError):
+                    pass
+        threading.Thread(target=serve, daemon=True).start()
+
+    def test_the_served_certificate_matches_its_own_file_only(self):
+        ok, _ = probes.served_certificate_matches(self.port, os.path.join(self.dir, "served.crt"))
+        self.assertTrue(ok)
+        ok, detail = probes.served_certificate_matches(self.port, os.path.join(self.dir, "other.crt"))
+        self.assertFalse(ok)
+        self.assertIn("served sha256", detail)
+        ok, detail = probes.served_certificate_matches(self.port, os.path.join(self.dir, "missing.crt"))
+        self.assertEqual((ok, detail), (False, os.path.join(self.dir, "missing.crt") + " cannot be read"))

@@ -1,0 +1,210 @@
+// The endpoint proxy as plain data: nginx's configuration, the commands that write it (and the optional
+// self-signed certificate) on the head, and the proxy's container. Pure: no Pulumi.
+//
+// Why a proxy: vLLM's --api-key guards only paths under /v1 (vllm/entrypoints/openai/server_utils.py
+// AuthenticationMiddleware: `if url_path.startswith("/v1") and not self.verify_token(headers)`), so /invocations,
+// /tokenize, /pooling, /score, /rerank, /classify and /metrics answer anyone who reaches the port (vLLM's
+// docs/usage/security.md). vLLM therefore listens on 127.0.0.1 only, and nginx on the head publishes vllm.port:
+// /health without a key, the OpenAI API with it, everything else 401 without the key and 404 with it.
+import { ClusterSpec } from "./spec";
+import { argvLine, ifContainerRunning, script, shq, withTimeout } from "./scripts";
+import { proxyContainerName } from "./naming";
+
+/** Where the proxy's files live on the head: a private directory under logDir (itself the SSH user's, 700). */
+export const proxyDir = (spec: ClusterSpec) => `${spec.logDir}/proxy`;
+/** Where the proxy container sees that directory (mounted read-only). */
+export const PROXY_MOUNT = "/etc/spark-vllm/proxy";
+
+/**
+ * The OpenAI API paths the proxy forwards (with the key), from vLLM's routers (vllm/entrypoints/openai/*
+ * /api_router.py): /v1/models, /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses (and
+ * /v1/responses/{id}, …/cancel), /v1/audio/transcriptions, /v1/audio/translations. Not forwarded: vLLM's own
+ * extensions (/tokenize, /detokenize, /pooling, /classify, /score, /rerank, /v1/score, /v1/rerank, /v2/rerank,
+ * /invocations, /metrics, /version, /load, /v1/load_lora_adapter, …), which are not the OpenAI API.
+ */
+export const FORWARDED_PATHS = [
+    "/v1/models",
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/v1/embeddings",
+    "/v1/responses",
+    "/v1/responses/*",
+    "/v1/audio/transcriptions",
+    "/v1/audio/translations",
+] as const;
+
+/** The request body limit: nginx's default of 1 MB (client_max_body_size) is below a long prompt or an image. */
+export const PROXY_MAX_BODY = "64m";
+/** How long a response may go quiet: a non-streamed generation sends nothing until it is done. */
+export const PROXY_READ_TIMEOUT_SECONDS = 3600;
+
+/** The regular expression of a nginx `location ~` that matches exactly FORWARDED_PATHS. */
+export function forwardedPathsRegex(): string {
+    const exact = FORWARDED_PATHS.filter(p => !p.endsWith("/*")).map(p => p.slice("/v1/".length));
+    const prefixed = FORWARDED_PATHS.filter(p => p.endsWith("/*")).map(p => p.slice("/v1/".length, -2));
+    return `^/v1/(${exact.join("|")})$|^/v1/(${prefixed.join("|")})/[^/]+(/[a-z_]+)?$`;
+}
+
+/**
+ * nginx.conf for the proxy. Every directive is from nginx's documentation (nginx.org/en/docs/):
+ * - ngx_http_map_module `map` + `include`: $spark_vllm_authorized is 1 only when the Authorization header matches
+ *   the regular expression in api-key.map (written from stdin, never in a command line). A string source in a map
+ *   would compare case-insensitively (src/http/ngx_http_variables.c ngx_http_map_find lower-cases the value), so
+ *   the key is matched by a case-sensitive `~` regex, as vLLM compares it: scheme "bearer" in any case, one space,
+ *   then exactly the key (server_utils.py verify_token: `scheme, _, param = value.partition(" ")`).
+ * - ngx_http_rewrite_module `if` + `return`: inside a location, `return` is one of the two things that are safe in
+ *   an `if` (nginx's "If is evil" note); `return code text` sends a body for any code but redirects.
+ * - ngx_http_proxy_module `proxy_pass` (no URI part: the request URI is passed unchanged, as a regex location
+ *   requires), `proxy_buffering off` (each streamed SSE chunk reaches the client as vLLM writes it),
+ *   `proxy_read_timeout`/`proxy_send_timeout` (defaults 60 s, shorter than a long generation),
+ *   `proxy_http_version 1.1`.
+ * - ngx_http_core_module `client_max_body_size` (default 1m), `server_tokens off`; ngx_http_headers_module
+ *   `add_header … always` (so a 401 carries `WWW-Authenticate: Bearer`, RFC 6750 section 3).
+ * - ngx_http_ssl_module `listen … ssl`, `ssl_certificate`, `ssl_certificate_key`, `ssl_protocols`.
+ * - core `user nobody nogroup` (both exist in Debian's base-passwd, which the official image and the sim's share),
+ *   `daemon off` (the container's main process), `pid` in /tmp.
+ */
+export function nginxConf(spec: ClusterSpec): string {
+    const upstream = `http://127.0.0.1:${spec.vllm.internalPort}`;
+    const tls = spec.endpoint.tls !== "none";
+    const unauthorized = [
+        `        if ($spark_vllm_authorized = 0) {`,
+        `            add_header WWW-Authenticate Bearer always;`,
+        `            return 401 '{"error": "Unauthorized"}';`,
+        `        }`,
+    ];
+    return [
+        "# spark-vllm endpoint proxy: generated by spark-vllm (components/proxyPlan.ts); rewritten on every change.",
+        "daemon off;",
+        "user nobody nogroup;",
+        "worker_processes 2;",
+        "pid /tmp/nginx.pid;",
+        "error_log stderr warn;",
+        "events { worker_connections 1024; }",
+        "http {",
+        "    server_tokens off;",
+        "    access_log /dev/stdout;",
+        "    default_type application/json;",
+        "    map $http_authorization $spark_vllm_authorized {",
+        "        default 0;",
+        `        include ${PROXY_MOUNT}/api-key.map;`,
+        "    }",
+        "    server {",
+        `        listen ${spec.vllm.port}${tls ? " ssl" : ""};`,
+        ...(tls ? [
+            `        ssl_certificate ${PROXY_MOUNT}/tls.crt;`,
+            `        ssl_certificate_key ${PROXY_MOUNT}/tls.key;`,
+            "        ssl_protocols TLSv1.2 TLSv1.3;",
+        ] : []),
+        `        client_max_body_size ${PROXY_MAX_BODY};`,
+        "        proxy_http_version 1.1;",
+        "        proxy_buffering off;",
+        `        proxy_read_timeout ${PROXY_READ_TIMEOUT_SECONDS}s;`,
+        `        proxy_send_timeout ${PROXY_READ_TIMEOUT_SECONDS}s;`,
+        "        proxy_set_header Host $host;",
+        "        proxy_set_header X-Forwarded-For $remote_addr;",
+        "        proxy_set_header X-Forwarded-Proto $scheme;",
+        "        location = /health {",
+        `            proxy_pass ${upstream};`,
+        "        }",
+        `        location ~ "${forwardedPathsRegex()}" {`,
+        ...unauthorized.map(l => `    ${l}`),
+        `            proxy_pass ${upstream};`,
+        "        }",
+        "        location / {",
+        ...unauthorized.map(l => `    ${l}`),
+        `            return 404 '{"error": "Not Found"}';`,
+        "        }",
+        "    }",
+        "}",
+        "",
+    ].join("\n");
+}
+
+/**
+ * RFC 6750 section 2.1: a Bearer credential is a b64token, `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+ * A key outside it cannot be matched safely in nginx's configuration; the generated key is alphanumeric.
+ */
+const NOT_B64TOKEN = "''|*[!A-Za-z0-9._~+/=-]*";
+
+/**
+ * Writes nginx.conf and api-key.map into the private proxy directory on the head. The key is the command's stdin
+ * (one line), checked and escaped by shell builtins (printf) and sed reading a pipe: it is never an argument of a
+ * program, never in this text, and lands only in a 0600 file in a 0700 directory. A running proxy is restarted
+ * (docker restart waits until nginx is up again), so a rotated key is in force before anything that follows.
+ */
+export function proxyConfig(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+    const dir = proxyDir(spec);
+    const file = (name: string) => shq(`${dir}/${name}`);
+    const temp = (name: string) => `$(mktemp ${shq(`${dir}/.${name}.XXXXXX`)})`;
+    const fail = (why: string) => `{ echo ${shq(`spark-vllm: ${why}`)} >&2; exit 1; }`;
+    const container = proxyContainerName();
+    return {
+        create: script([
+            "umask 077",
+            `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
+            `IFS= read -r key || [ -n "$key" ] || ${fail("no API key on stdin")}`,
+            `case "$key" in ${NOT_B64TOKEN}) ${fail("the API key is empty or has characters outside RFC 6750's b64token (A-Z a-z 0-9 - . _ ~ + / =), so the proxy cannot match it; use such a key")};; esac`,
+            // Regex-escape the two b64token characters that are special in PCRE (. and +) as one-character classes.
+            `escaped=$(printf '%s\\n' "$key" | sed 's/[.+]/[&]/g') || exit 1`,
+            `tmp=${temp("api-key.map")} || exit 1`,
+            `printf ${shq('"~^[Bb][Ee][Aa][Rr][Ee][Rr] %s$" 1;\n')} "$escaped" > "$tmp" && mv -f "$tmp" ${file("api-key.map")} || { rm -f "$tmp"; exit 1; }`,
+            `tmp=${temp("nginx.conf")} || exit 1`,
+            `printf '%s' ${shq(nginxConf(spec))} > "$tmp" && mv -f "$tmp" ${file("nginx.conf")} || { rm -f "$tmp"; exit 1; }`,
+            ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null"),
+            `echo ${shq(`proxy configuration written to ${spec.hosts[0].name}:${dir}`)}`,
+        ]),
+        delete: `rm -f ${file("api-key.map")} ${file("nginx.conf")}`,
+        timeoutSeconds: 90,
+    };
+}
+
+/** subjectAltName of the generated certificate: the head's SSH address, the host name clients use in the endpoint. */
+export function subjectAltName(host: string): string {
+    return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ? `IP:${host}` : `DNS:${host}`;
+}
+
+/**
+ * tls "generated": a self-signed certificate made on the head by the proxy image's openssl (the official nginx
+ * image installs ca-certificates, which depends on openssl), in a throw-away container without network, as the
+ * SSH user, into the private proxy directory: the private key (0600) never leaves the head. Prints the certificate,
+ * which becomes the `endpointCertificate` output so clients can pin it. Options from OpenSSL's openssl-req(1):
+ * -x509 (self-signed), -newkey ec -pkeyopt ec_paramgen_curve:prime256v1, -nodes (key not encrypted), -days,
+ * -subj, -addext subjectAltName=… (OpenSSL 1.1.1 or newer).
+ */
+export function proxyTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+    const dir = proxyDir(spec);
+    const host = spec.hosts[0].ssh.host;
+    const openssl = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
+        "-subj", `/CN=${host}`, "-addext", `subjectAltName=${subjectAltName(host)}`, "-keyout", "/out/tls.key", "-out", "/out/tls.crt"];
+    const run = ["docker", "run", "--rm", "--network", "none", "--entrypoint", "openssl", "--mount", `type=bind,source=${dir},target=/out`];
+    return {
+        create: script([
+            "umask 077",
+            `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
+            `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
+            `${withTimeout(120, `${argvLine(run.slice(0, 2))} --user "$(id -u):$(id -g)" ${argvLine([...run.slice(2), spec.endpoint.image, ...openssl])}`)} 2>&1 || exit 1`,
+            `chmod 600 ${shq(`${dir}/tls.key`)} && chmod 644 ${shq(`${dir}/tls.crt`)} || exit 1`,
+            `cat ${shq(`${dir}/tls.crt`)}`,
+        ]),
+        delete: `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
+        timeoutSeconds: 150,
+    };
+}
+
+/** The proxy's container as plain data (docker.Container inputs but the image, which is the pull's repo digest). */
+export function proxyContainer(spec: ClusterSpec) {
+    return {
+        name: proxyContainerName(),
+        // nginx itself, not the image's docker-entrypoint.sh (which rewrites configuration from templates and env).
+        entrypoints: ["nginx"],
+        command: ["-c", `${PROXY_MOUNT}/nginx.conf`],
+        // Like the vLLM container: the proxy reaches vLLM on the head's loopback and publishes vllm.port itself.
+        networkMode: "host",
+        mounts: [{ type: "bind", source: proxyDir(spec), target: PROXY_MOUNT, readOnly: true }],
+        labels: [{ label: "spark-vllm.role", value: "proxy" }],
+        restart: "no",
+        mustRun: true,
+        destroyGraceSeconds: 10,
+    };
+}

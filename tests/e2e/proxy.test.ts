@@ -1,0 +1,161 @@
+// End to end: the endpoint proxy (issue 13) on simulated Sparks: Debian's real nginx in front of a vLLM that listens on
+// the head's loopback only. The key is required on every path but /health, only the OpenAI API is forwarded, vLLM's
+// own port is out of reach from another host, TLS when configured, and the key in no argv, container or readable file.
+import { describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as https from "node:https";
+import { leftovers } from "../sim/stacks";
+import { simSuite } from "./suite";
+import { Stack, destroy, up } from "../engine/engine";
+import { keyOf } from "../engine/state";
+import { proxyContainerName, resourceNames } from "../../components/naming";
+
+const N = resourceNames();
+const suite = simSuite("proxy");
+const PROXY_DIR = "/var/tmp/spark-vllm/proxy";
+
+async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: string; headers: Headers }> {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+    return { status: res.status, body: await res.text(), headers: res.headers };
+}
+const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+const chat = (stream: boolean) => JSON.stringify({ model: "qwen3.5-122b", messages: [{ role: "user", content: "hello" }], max_tokens: 6, stream });
+
+/** GET/POST over https, trusting only `ca` (the certificate the stack output gives), with the served certificate. */
+function httpsRequest(url: string, ca: string, key?: string): Promise<{ status: number; body: string; fingerprint256: string }> {
+    return new Promise((resolve, reject) => {
+        const req = https.request(url, { ca, headers: key ? bearer(key) : {}, timeout: 10_000 }, res => {
+            const fingerprint256 = (res.socket as import("tls").TLSSocket).getPeerCertificate().fingerprint256;
+            let body = "";
+            res.on("data", d => (body += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body, fingerprint256 }));
+        });
+        req.on("error", reject);
+        req.end();
+    });
+}
+
+describe("the endpoint proxy on two simulated Sparks", () => {
+    let stack: Stack;
+    let apiKey = "";
+    let endpoint = "";
+    const head = () => suite.sim.hosts[0];
+
+    test("up: the endpoint is the proxy; without the key vLLM's other routes answer 401, with it only the OpenAI API is forwarded", async () => {
+        stack = suite.stack("proxied");
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        apiKey = r.outputs?.apiKey as string;
+        endpoint = r.outputs?.endpoint as string;
+        assert.equal(endpoint, `http://${head().address}:8000/v1`);
+        assert.equal(r.outputs?.endpointCertificate, undefined);
+        const base = `http://${head().address}:8000`;
+        for (const p of ["/invocations", "/tokenize", "/metrics", "/v1/models", "/pooling", "/score", "/v1/rerank"]) {
+            const denied = await http(base + p, { method: p === "/v1/models" || p === "/metrics" ? "GET" : "POST", body: p === "/v1/models" || p === "/metrics" ? undefined : "{}" });
+            assert.equal(denied.status, 401, `${p} without the key`);
+            assert.equal(denied.headers.get("www-authenticate"), "Bearer", `${p}: RFC 6750's challenge`);
+        }
+        assert.equal((await http(base + "/v1/models", { headers: { Authorization: `Bearer ${apiKey}x` } })).status, 401, "a wrong key");
+        assert.equal((await http(base + "/v1/models", { headers: { Authorization: `Bearer ${apiKey.toLowerCase()}` } })).status, 401, "the key in the wrong case");
+        for (const p of ["/invocations", "/tokenize", "/metrics", "/version"])
+            assert.equal((await http(base + p, { headers: bearer(apiKey) })).status, 404, `${p} with the key: not forwarded`);
+        const models = await http(`${endpoint}/models`, { headers: bearer(apiKey) });
+        assert.equal(models.status, 200, models.body);
+        assert.deepEqual(JSON.parse(models.body).data.map((m: { id: string }) => m.id), ["qwen3.5-122b"]);
+        // (A lower-case "bearer" passes the proxy, as real vLLM's verify_token takes the scheme in any case; the stand-in vLLM
+        // compares "Bearer " exactly, so that case is covered by the unit test of the map's regex, not here.)
+        const health = await http(base + "/health");
+        assert.equal(health.status, 200, "/health needs no key");
+    });
+
+    test("a chat completion, and a streamed one whose server-sent events come through the proxy one by one", async () => {
+        const plain = await http(`${endpoint}/chat/completions`, { method: "POST", headers: { "Content-Type": "application/json", ...bearer(apiKey) }, body: chat(false) });
+        assert.equal(plain.status, 200, plain.body);
+        assert.equal(JSON.parse(plain.body).choices[0].message.role, "assistant");
+        const streamed = await http(`${endpoint}/chat/completions`, { method: "POST", headers: { "Content-Type": "application/json", ...bearer(apiKey) }, body: chat(true) });
+        assert.equal(streamed.status, 200, streamed.body);
+        assert.match(streamed.headers.get("content-type") ?? "", /^text\/event-stream/);
+        const events = streamed.body.split("\n\n").filter(e => e.startsWith("data: "));
+        assert.ok(events.length >= 7, `role chunk, six tokens, [DONE]: ${streamed.body}`);
+        assert.equal(events[events.length - 1], "data: [DONE]");
+    });
+
+    test("vLLM listens on the head's loopback only: its port is closed to another host, the proxy's is open", async () => {
+        const listening = await suite.sim.exec(head().name, "ss -Hltn 'sport = :8001'");
+        assert.match(listening.stdout, /127\.0\.0\.1:8001/);
+        assert.doesNotMatch(listening.stdout, /(0\.0\.0\.0|\*|\[::\]):8001/);
+        const code = (url: string) => suite.sim.exec(suite.sim.hosts[1].name, `curl -s -o /dev/null -m 5 -w '%{http_code}' ${url} || true`);
+        assert.equal((await code(`http://${head().address}:8001/v1/models`)).stdout.trim(), "000", "vLLM's port from spark-b");
+        assert.equal((await code(`http://${head().address}:8000/health`)).stdout.trim(), "200", "the proxy from spark-b");
+    });
+
+    test("the key is in no argv, no docker inspect, no file others can read; the proxy's files are private", async () => {
+        const argv = await suite.sim.exec(head().name, "ps -eo args");
+        assert.ok(argv.stdout.length > 0);
+        assert.ok(!argv.stdout.includes(apiKey), "the key in a process's argv");
+        const inspect = await suite.sim.docker(head().name, ["inspect", proxyContainerName(), `spark-vllm-${head().name}`]);
+        assert.equal(inspect.code, 0, inspect.stderr);
+        assert.ok(!inspect.stdout.includes(apiKey), "the key in docker inspect (env, labels, args, mounts)");
+        const modes = await suite.sim.exec(head().name, `stat -c '%a %n' ${PROXY_DIR} ${PROXY_DIR}/api-key.map ${PROXY_DIR}/nginx.conf`);
+        assert.deepEqual(modes.stdout.trim().split("\n"), [`700 ${PROXY_DIR}`, `600 ${PROXY_DIR}/api-key.map`, `600 ${PROXY_DIR}/nginx.conf`]);
+        const readable = await suite.sim.exec(head().name,
+            `find /var/tmp /root -xdev -type f -perm -004 -size -4M -print0 2>/dev/null | xargs -0 -r grep -l -F -- ${JSON.stringify(apiKey)} || true`);
+        assert.equal(readable.stdout.trim(), "", "a world-readable file holds the key");
+        // The proxy mounts its directory read-only.
+        const mounts = JSON.parse(inspect.stdout)[0].Mounts as Array<{ Source: string; RW: boolean }>;
+        assert.deepEqual(mounts.map(m => [m.Source.endsWith("/vartmp/spark-vllm/proxy") || m.Source === PROXY_DIR, m.RW]), [[true, false]]);
+    });
+
+    test("a new key (the api-key replaced) rewrites the key file and restarts the proxy: the old key is refused, the new one accepted", async () => {
+        const state = JSON.parse(fs.readFileSync(stack.statePath, "utf8"));
+        delete state.resources[keyOf("random:index/randomPassword:RandomPassword", N.of("api-key"))];
+        fs.writeFileSync(stack.statePath, JSON.stringify(state));
+        const r = await up(stack);
+        assert.equal(r.error, undefined, r.error);
+        const newKey = r.outputs?.apiKey as string;
+        assert.notEqual(newKey, apiKey);
+        assert.ok(r.ops.some(o => o.name === N.of("proxy-conf") && o.op === "replace"), "the proxy configuration follows the key");
+        assert.ok(!r.ops.some(o => o.name === N.of("proxy") && o.op !== "same"), "the proxy container is restarted, not replaced");
+        assert.equal((await http(`${endpoint}/models`, { headers: bearer(apiKey) })).status, 401, "the old key");
+        assert.equal((await http(`${endpoint}/models`, { headers: bearer(newKey) })).status, 200, "the new key");
+        apiKey = newKey;
+    });
+
+    test("destroy removes the proxy with everything else", async () => {
+        const r = await destroy(stack);
+        assert.deepEqual(r.errors, []);
+        assert.deepEqual(await leftovers(suite.sim), []);
+        const files = await suite.sim.exec(head().name, `ls -A ${PROXY_DIR} 2>/dev/null || true`);
+        assert.equal(files.stdout.trim(), "", "the key and configuration are gone from the head");
+    });
+
+    test("tls generated: an https endpoint whose certificate is the output's, made on the head with its key private there", async () => {
+        const tls = suite.stack("tls", { hosts: 1, endpoint: { tls: "generated" } });
+        const r = await up(tls);
+        try {
+            assert.equal(r.error, undefined, r.error);
+            const url = r.outputs?.endpoint as string;
+            assert.equal(url, `https://${head().address}:8000/v1`);
+            const pem = r.outputs?.endpointCertificate as string;
+            const sha = r.outputs?.endpointCertificateSha256 as string;
+            assert.match(pem, /^-----BEGIN CERTIFICATE-----/);
+            assert.equal(sha, new crypto.X509Certificate(pem).fingerprint256);
+            assert.ok(new crypto.X509Certificate(pem).checkIP(head().address), "the certificate names the head's address");
+            const key = r.outputs?.apiKey as string;
+            const models = await httpsRequest(`${url}/models`, pem, key);
+            assert.equal(models.status, 200, models.body);
+            assert.equal(models.fingerprint256, sha, "the served certificate is the output's");
+            assert.equal((await httpsRequest(`${url}/models`, pem)).status, 401);
+            // nginx answers plain HTTP on an ssl port with 400 ("The plain HTTP request was sent to HTTPS port").
+            assert.equal((await http(`http://${head().address}:8000/health`)).status, 400, "no plain http beside https");
+            const modes = await suite.sim.exec(head().name, `stat -c '%a %n' ${PROXY_DIR}/tls.key ${PROXY_DIR}/tls.crt`);
+            assert.deepEqual(modes.stdout.trim().split("\n"), [`600 ${PROXY_DIR}/tls.key`, `644 ${PROXY_DIR}/tls.crt`]);
+        } finally {
+            const d = await destroy(tls);
+            assert.deepEqual(d.errors, []);
+        }
+        assert.deepEqual(await leftovers(suite.sim), []);
+    });
+});

@@ -1,0 +1,117 @@
+// The endpoint proxy's plan (components/proxyPlan.ts): vLLM on loopback, the proxy's wiring, its configuration
+// script run for real (the key from stdin into a 0600 file), and the config keys.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { spawnSync } from "node:child_process";
+import { parseSpec } from "../../components/spec";
+import { planCluster } from "../../components/plan";
+import { plannedResources, COMMAND } from "../../components/resources";
+import { resourceNames } from "../../components/naming";
+import { forwardedPathsRegex, nginxConf, proxyConfig, subjectAltName } from "../../components/proxyPlan";
+import { rawConfig, specProblems } from "../fixtures";
+
+const n = resourceNames();
+const spec = (edit: (r: Record<string, any>) => void = () => {}) => {
+    const r = rawConfig(2);
+    edit(r);
+    return parseSpec(r);
+};
+
+test("vLLM listens on 127.0.0.1:vllm.internalPort; the endpoint (the proxy) keeps vllm.port, https with tls", () => {
+    const p = planCluster(spec(r => (r.vllm.internalPort = 9001)), "x");
+    const argv = p.vllmServeArgv.join(" ");
+    assert.match(argv, / --host 127\.0\.0\.1 --port 9001 /);
+    assert.doesNotMatch(argv, /0\.0\.0\.0|--port 8000/);
+    assert.equal(p.endpoint, "http://198.18.0.2:8000/v1");
+    assert.match(p.endpointProbe.create, /"port":8000,"scheme":"http"/);
+    const tls = planCluster(spec(r => (r.endpoint = { tls: "generated" })), "x");
+    assert.equal(tls.endpoint, "https://198.18.0.2:8000/v1");
+    assert.match(tls.endpointProbe.create, /"scheme":"https","certificate":"\/var\/tmp\/spark-vllm\/proxy\/tls\.crt"/);
+    assert.match(tls.proxy.tls!.create, /docker run --user "\$\(id -u\):\$\(id -g\)" --rm --network none --entrypoint openssl .*subjectAltName=IP:198\.18\.0\.2/);
+    assert.equal(subjectAltName("spark-a.local"), "DNS:spark-a.local");
+});
+
+test("config: internalPort collides like any port, endpoint.tls and endpoint.image are checked", () => {
+    assert.ok(specProblems({ ...rawConfig(2), vllm: { ...rawConfig(2).vllm, internalPort: 8000 } })
+        .some(p => p.startsWith("spark-vllm:vllm.internalPort: 8000 is also vllm.port")));
+    assert.ok(specProblems({ ...rawConfig(2), vllm: { ...rawConfig(2).vllm, internalPort: 6379 } })
+        .some(p => p.startsWith("spark-vllm:vllm.internalPort: 6379 is also ray.port") || p.startsWith("spark-vllm:ray.port: 6379 is also vllm.internalPort")));
+    assert.ok(specProblems({ ...rawConfig(2), endpoint: { tls: "yes" } }).includes("spark-vllm:endpoint.tls: must be none or generated, got \"yes\""));
+    assert.ok(specProblems({ ...rawConfig(2), endpoint: { image: "nginx:latest" } }).some(p => p.startsWith("spark-vllm:endpoint.image: \"nginx:latest\" is not an image reference pinned by digest")));
+    assert.ok(specProblems({ ...rawConfig(2), endpoint: { tsl: "generated" } }).some(p => p.startsWith("spark-vllm:endpoint.tsl: unknown key; did you mean tls?")));
+    assert.equal(spec().endpoint.image, "nginx:1.30.5@sha256:e9f347c65f318767714e8b0eccfd6b558d00fb92630791fb6cd901fcdf7f6fdd");
+});
+
+test("wiring: the proxy's configuration reads the key on stdin and follows it; the probe follows the proxy", () => {
+    const planned = plannedResources(planCluster(spec(r => (r.endpoint = { tls: "generated" })), "x"));
+    const by = (name: string) => planned.find(p => p.name === name)!;
+    const conf = by(n.of("proxy-conf"));
+    assert.equal(conf.type, COMMAND);
+    assert.equal(conf.secretStdin, "apiKey");
+    assert.deepEqual(conf.replacedBy, [n.of("api-key"), n.of("proxy-tls")]);
+    assert.deepEqual(by(n.of("proxy")).dependsOn, [n.of("proxy-pull"), n.of("proxy-conf")]);
+    assert.ok(by(n.of("endpoint-probe")).dependsOn.includes(n.of("proxy")));
+    assert.ok(by(n.of("endpoint-probe")).replacedBy.includes(n.of("proxy")));
+    const container = by(n.of("proxy")).inputs as Record<string, any>;
+    assert.deepEqual(container.mounts, [{ type: "bind", source: "/var/tmp/spark-vllm/proxy", target: "/etc/spark-vllm/proxy", readOnly: true }]);
+    assert.equal(container.envs, undefined, "no environment: nothing secret to inspect");
+});
+
+test("nginx.conf: the key from the map file, only the OpenAI API forwarded, SSE unbuffered, long reads, large bodies", () => {
+    const conf = nginxConf(spec());
+    for (const line of ["include /etc/spark-vllm/proxy/api-key.map;", "listen 8000;", "proxy_pass http://127.0.0.1:8001;", "proxy_buffering off;",
+        "proxy_read_timeout 3600s;", "client_max_body_size 64m;", "location = /health {", "return 401 '{\"error\": \"Unauthorized\"}';", "return 404 '{\"error\": \"Not Found\"}';"])
+        assert.ok(conf.includes(line), line);
+    const re = new RegExp(forwardedPathsRegex());
+    for (const p of ["/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/responses", "/v1/responses/resp_1", "/v1/responses/resp_1/cancel", "/v1/audio/transcriptions"])
+        assert.ok(re.test(p), p);
+    for (const p of ["/invocations", "/tokenize", "/metrics", "/v1/score", "/v1/rerank", "/v1/modelsX", "/v1/load_lora_adapter", "/v2/rerank", "/v1/models/../../metrics"])
+        assert.ok(!re.test(p), p);
+});
+
+/** Runs the configuration script with `key` on stdin in a fresh logDir; the exit status, stderr and the files. */
+function runConfig(key: string) {
+    const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-proxy-"));
+    try {
+        const s = spec(r => (r.logDir = logDir));
+        // No docker on PATH: the restart of a running proxy is skipped, as when none runs yet.
+        const noDocker = path.join(logDir, "bin");
+        fs.mkdirSync(noDocker);
+        fs.symlinkSync("/bin/false", path.join(noDocker, "docker"));
+        const r = spawnSync("sh", ["-c", proxyConfig(s).create], { input: `${key}\n`, encoding: "utf8", env: { PATH: `${noDocker}:/usr/bin:/bin` } });
+        const dir = path.join(logDir, "proxy");
+        const files = fs.existsSync(dir) ? Object.fromEntries(fs.readdirSync(dir).map(f => [f, { mode: fs.statSync(path.join(dir, f)).mode & 0o777, text: fs.readFileSync(path.join(dir, f), "utf8") }])) : {};
+        return { status: r.status, stderr: r.stderr, dirMode: fs.existsSync(dir) ? fs.statSync(dir).mode & 0o777 : 0, files, text: proxyConfig(s).create };
+    } finally {
+        fs.rmSync(logDir, { recursive: true, force: true });
+    }
+}
+
+test("the configuration script writes the key from stdin into a 0600 map file as a case-sensitive, escaped regex", () => {
+    const key = "Ab3.x+y/Z_~-=";
+    const r = runConfig(key);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(!r.text.includes(key), "the key is not in the command text");
+    assert.equal(r.dirMode, 0o700);
+    assert.deepEqual(Object.keys(r.files).sort(), ["api-key.map", "nginx.conf"]);
+    assert.equal(r.files["api-key.map"].mode, 0o600);
+    assert.equal(r.files["api-key.map"].text, '"~^[Bb][Ee][Aa][Rr][Ee][Rr] Ab3[.]x[+]y/Z_~-=$" 1;\n');
+    assert.equal(r.files["nginx.conf"].text, nginxConf(spec()));
+    // What nginx will do with it: the regex matches exactly the header vLLM accepts.
+    const re = new RegExp(r.files["api-key.map"].text.split('"')[1].slice(1));
+    assert.ok(re.test(`Bearer ${key}`) && re.test(`bearer ${key}`));
+    assert.ok(!re.test(`Bearer ${key.toLowerCase()}`) && !re.test(`Bearer Ab3Xx+y/Z_~-=`) && !re.test(`Bearer  ${key}`) && !re.test(`Bearer ${key}x`));
+});
+
+test("a key nginx cannot match safely is refused without writing anything, and without echoing it", () => {
+    for (const key of ['a"b; } map $x $y {', "a b", ""]) {
+        const r = runConfig(key);
+        assert.equal(r.status, 1, key);
+        assert.match(r.stderr, /RFC 6750's b64token/);
+        if (key) assert.ok(!r.stderr.includes(key));
+        assert.equal(r.files["api-key.map"], undefined);
+    }
+});
