@@ -4,8 +4,9 @@
 import json
 import os
 import re
+import sys
 
-from spark_vllm.common import read_file, say
+from spark_vllm.common import read_file, run, say
 from spark_vllm.diagnosis import diagnose
 from spark_vllm.probes import http, process_state, stat_start_time
 
@@ -43,14 +44,19 @@ def memory_gib(proc="/proc"):
     return {"availableGiB": fields.get("MemAvailable"), "totalGiB": fields.get("MemTotal")}
 
 
-def raylet_running(proc="/proc"):
-    """Whether a Ray node runs in this container: a process whose argv[0] ends in raylet."""
-    for entry in os.listdir(proc):
-        if entry.isdigit():
-            cmd = read_file("%s/%s/cmdline" % (proc, entry)) or ""
-            if cmd.split("\0")[0].endswith("raylet"):
-                return True
-    return False
+# Asked of the cluster (the head's GCS), not of process names: the container's environment carries RAY_AUTH_MODE and
+# the token file's path (components/rayAuth.ts), so this client authenticates as the launches do.
+RAY_NODES = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
+             "print(json.dumps([n.get('NodeManagerAddress') for n in ray.nodes() if n.get('Alive')]))")
+
+
+def ray_node_joined(address, node_address, timeout=30):
+    """Whether the Ray cluster at ADDRESS has a live node on NODE_ADDRESS; (None, why) when it cannot be asked."""
+    code, out, err = run([sys.executable, "-c", RAY_NODES % address], timeout=timeout)
+    lines = out.strip().splitlines()
+    if code != 0 or not lines:
+        return None, (err.strip().splitlines() or ["exit %d" % code])[-1][:300]
+    return node_address in json.loads(lines[-1]), None
 
 
 def host_status(args, proc="/proc"):
@@ -68,7 +74,10 @@ def host_status(args, proc="/proc"):
         code, _ = http("GET", args["healthUrl"], timeout=5)
         out["health"] = code
     if args.get("ray"):
-        out["raylet"] = raylet_running(proc)
+        joined, why = ray_node_joined(args["ray"]["address"], args["ray"]["node"])
+        out["raylet"] = joined
+        if why:
+            out["rayError"] = why
     return out
 
 

@@ -2,6 +2,7 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 from spark_vllm import status
 
@@ -53,11 +54,17 @@ class HostStatus(unittest.TestCase):
     def test_no_launch_yet(self):
         self.assertEqual(status.host_status(self.args(), self.proc)["vllm"], {"state": "no pid file", "pid": None})
 
-    def test_a_raylet_process_is_a_ray_node(self):
-        self.assertFalse(status.host_status(self.args(ray=True), self.proc)["raylet"])
-        self.write(os.path.join(self.proc, "77", "cmdline"),
-                   b"/usr/local/lib/python3.12/dist-packages/ray/core/src/ray/raylet/raylet\0--node_ip_address=x\0", "wb")
-        self.assertTrue(status.host_status(self.args(ray=True), self.proc)["raylet"])
+    def test_the_ray_node_is_asked_of_the_cluster(self):
+        answers = {"ok": (0, '["198.18.0.2", "198.18.0.3"]\n', ""), "down": (1, "", "ConnectionError: could not reach GCS\n")}
+        with mock.patch.object(status, "run", side_effect=lambda argv, timeout: answers[self.case]):
+            self.case = "ok"
+            out = status.host_status(self.args(ray={"address": "198.18.0.2:6379", "node": "198.18.0.3"}), self.proc)
+            self.assertEqual((out["raylet"], out.get("rayError")), (True, None))
+            out = status.host_status(self.args(ray={"address": "198.18.0.2:6379", "node": "198.18.0.9"}), self.proc)
+            self.assertEqual(out["raylet"], False)
+            self.case = "down"
+            out = status.host_status(self.args(ray={"address": "198.18.0.2:6379", "node": "198.18.0.3"}), self.proc)
+            self.assertEqual((out["raylet"], out["rayError"]), (None, "ConnectionError: could not reach GCS"))
 
     def test_health_is_the_status_code_or_none_when_nothing_listens(self):
         out = status.host_status(self.args(healthUrl="http://127.0.0.1:9/health"), self.proc)
