@@ -13,6 +13,19 @@ const N = resourceNames();
 const PREFIX: Record<OpKind, string> = { create: "+ ", update: "~ ", replace: "+-", delete: "- ", same: "  " };
 const ING: Record<OpKind, string> = { create: "creating", update: "updating", replace: "replacing", delete: "deleting", same: "same" };
 
+/**
+ * A type token as Pulumi displays it: `pkg:module/file:Name` becomes `pkg:module:Name` when `file` is `Name` in
+ * camelCase (pulumi/pulumi pkg/backend/display/progress.go simplifyTypeName), e.g. random:index:RandomPassword.
+ */
+export function displayType(type: string): string {
+    const parts = type.split(":");
+    if (parts.length !== 3 || !parts[2]) return type;
+    const [pkg, module, name] = parts;
+    const slash = module.lastIndexOf("/");
+    if (slash < 0 || module.slice(slash + 1) !== name[0].toLowerCase() + name.slice(1)) return type;
+    return `${pkg}:${module.slice(0, slash)}:${name}`;
+}
+
 const seconds = (ms: number) => `${ms < 10_000 ? (ms / 1000).toFixed(1) : Math.round(ms / 1000)}s`;
 
 /** The last line of a command's stdout that is a JSON object (what the helper program ends with), or undefined. */
@@ -66,14 +79,14 @@ function resultLines(name: string, stdout: string | undefined): string[] {
 export function renderEvent(e: EngineEvent): string[] {
     switch (e.kind) {
         case "start":
-            return e.op === "same" ? [] : [` ${PREFIX[e.op]} ${e.type} ${e.name} ${ING[e.op]}`];
+            return e.op === "same" ? [] : [` ${PREFIX[e.op]} ${displayType(e.type)} ${e.name} ${ING[e.op]}`];
         case "line":
             // The helper program's last JSON line is the step's result: shown once, summarised, at the end.
             return e.line.trim() && !e.line.trim().startsWith("{") ? [`      ${e.name}: ${e.line}`] : [];
         case "end":
             if (e.op === "same") return [];
-            if (e.error) return [` ${PREFIX[e.op]} ${e.type} ${e.name} ${ING[e.op]} failed (${seconds(e.ms)})`];
-            return [` ${PREFIX[e.op]} ${e.type} ${e.name} ${e.op}d (${seconds(e.ms)})`, ...resultLines(e.name, e.stdout).map(l => `      ${l}`)];
+            if (e.error) return [` ${PREFIX[e.op]} ${displayType(e.type)} ${e.name} ${ING[e.op]} failed (${seconds(e.ms)})`];
+            return [` ${PREFIX[e.op]} ${displayType(e.type)} ${e.name} ${e.op}d (${seconds(e.ms)})`, ...resultLines(e.name, e.stdout).map(l => `      ${l}`)];
     }
 }
 
@@ -84,5 +97,6 @@ export function renderError(error: string): string[] {
     const colon = first.indexOf(": ");
     const [resource, message] = colon > 0 ? [first.slice(0, colon), first.slice(colon + 2)] : ["", first];
     const [type, name] = resource.split(" ");
-    return ["Diagnostics:", `  ${name ? `${type} (${name})` : type || "pulumi:pulumi:Stack"}:`, `    error: ${message}`, ...rest.map(l => `    ${l}`)];
+    // Pulumi's Diagnostics heading: `  <type> (<name>):`.
+    return ["Diagnostics:", `  ${name ? `${displayType(type)} (${name})` : type || "pulumi:pulumi:Stack"}:`, `    error: ${message}`, ...rest.map(l => `    ${l}`)];
 }

@@ -19,6 +19,13 @@ const REPO = path.resolve(__dirname, "..", "..");
 /** The transport variables a kept stack needs again (not the whole environment of the user who ran the demo). */
 const TRANSPORT_VARS = ["PATH", "SSH_AUTH_SOCK", "SPARK_VLLM_SIM_SSH_CONFIG", "SPARK_VLLM_SIM_SSH_KEY", "SPARK_VLLM_SIM_KNOWN_HOSTS"];
 
+/**
+ * The stand-in's load and compile times for the demo (tests/sim/README.md, faults `load_seconds`, `compile_seconds`):
+ * long enough that the endpoint probe prints its progress line (every 10 s, PROGRESS_EVERY in
+ * components/remote/spark_vllm/common.py) with vLLM's last progress from its log.
+ */
+const DEMO_PACE = { load_seconds: 6, compile_seconds: 8 };
+
 class Interrupted extends Error {}
 
 type Print = (line?: string) => void;
@@ -135,11 +142,15 @@ async function deploy(run: DemoRun): Promise<number> {
     print();
     print(`The stack (${stackFile}):`);
     fs.readFileSync(stackFile, "utf8").trimEnd().split("\n").forEach(l => print(`  ${l}`));
+    print();
+    run.faultSet = true;
     if (fault) {
-        print();
         print(`Fault replayed: ${opts.fault}: ${fault.summary}`);
-        run.faultSet = true;
         await fault.setup(sim);
+    } else {
+        print(`The stand-in vLLM on ${sim.hosts[0].name} loads for ${DEMO_PACE.load_seconds} s and compiles for ${DEMO_PACE.compile_seconds} s ` +
+            "(a real load of 119 GB takes minutes), so the endpoint probe's progress line shows.");
+        await sim.setFaults(sim.hosts[0].name, DEMO_PACE);
     }
     interrupts.check();
 
@@ -192,7 +203,8 @@ async function deploy(run: DemoRun): Promise<number> {
 /** Undo the fault, destroy what the stack holds, stop the sim, remove the work dir; false if anything is left. */
 async function tearDown(run: DemoRun): Promise<boolean> {
     const { sim, stack, print, interrupts } = run;
-    if (sim && run.faultSet) await run.fault!.cleanup(sim).catch(e => print(`undoing the fault: ${e}`));
+    if (sim && run.faultSet)
+        await (run.fault ? run.fault.cleanup(sim) : sim.setFaults(sim.hosts[0].name, null)).catch(e => print(`undoing the fault: ${e}`));
     if (stack) {
         print();
         print("Destroying (demo):");
