@@ -71,7 +71,7 @@ function resultLines(name: string, stdout: string | undefined): string[] {
     if (name === N.of("compat")) return compatSummary(json);
     if (name === N.of("ray-probe")) return [`Ray formed: ${json.nodes} nodes, ${json.gpus} GPUs joined the head in ${json.seconds}s`];
     if (name === N.of("endpoint-probe"))
-        return [`vLLM ${json.vllmVersion} ready ${json.secondsToReady}s after launch: /health, /v1/models lists ${json.model}, ${json.completions} completion answered`];
+        return [`vLLM ${json.vllmVersion} ready ${json.secondsToReady}s after launch: /health, /v1/models lists ${json.model}, ${json.completions} completion${json.completions === 1 ? "" : "s at once"} answered`];
     return [];
 }
 

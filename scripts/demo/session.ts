@@ -49,8 +49,8 @@ class Interrupts {
     }
 
     private on(sig: NodeJS.Signals): void {
-        // `npm run` forwards the terminal's SIGINT to the script (@npmcli/run-script lib/signal-manager.js, npm 11),
-        // which already got it from the terminal: one Ctrl-C can arrive twice.
+        // Ctrl-C signals the terminal's whole foreground process group, and `npm run` also forwards it to the script it
+        // runs (@npmcli/run-script lib/signal-manager.js, npm 11): where the shell execs the script, one Ctrl-C comes twice.
         if (Date.now() - this.last < 2000) return;
         this.last = Date.now();
         if (!this.signalName) {
@@ -102,7 +102,8 @@ export async function runDemo(opts: DemoOptions, print: Print): Promise<number> 
     try {
         code = await deploy(run);
     } catch (e) {
-        if (e instanceof Interrupted) code = run.interrupts.signal === "SIGTERM" ? 143 : 130;
+        // A Ctrl-C also reaches the short-lived commands the sim's start-up runs (same process group): they fail.
+        if (e instanceof Interrupted || run.interrupts.signal) code = run.interrupts.signal === "SIGTERM" ? 143 : 130;
         else {
             print(`demo failed: ${e instanceof Error ? e.message : String(e)}`);
             code = 1;
@@ -121,7 +122,9 @@ interface DemoRun {
     work: string;
     sim?: Sim;
     stack?: Stack;
+    /** sim-faults.json was written on a host (the fault, or the demo's pace): undone before destroy. */
     faultSet: boolean;
+    /** --keep and all went well: nothing is torn down. */
     kept: boolean;
 }
 
