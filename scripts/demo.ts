@@ -1,7 +1,8 @@
 // `sudo npm run demo`: the whole job on simulated Sparks in one command (issue 20). See scripts/demo/session.ts.
 import { USAGE, parseDemoArgs } from "./demo/options";
 import { dpkgQuery, prerequisiteProblems } from "./demo/prereqs";
-import { downDemo, runDemo } from "./demo/session";
+import { downDemo } from "./demo/kept";
+import { runDemo } from "./demo/session";
 
 async function main(): Promise<number> {
     const opts = parseDemoArgs(process.argv.slice(2));

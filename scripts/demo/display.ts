@@ -1,12 +1,14 @@
 // The engine's events as lines, the way `pulumi up` shows a deployment without a terminal UI: one line when a
 // resource's step starts and one when it ends, what its command prints while it runs, and for the steps a
 // newcomer asks about (the preflight facts, the compatibility verdict, Ray forming, vLLM ready) the result.
-// Pure: no I/O.
+// No I/O of its own: lines go to the `print` it is given.
 import type { EngineEvent } from "../../tests/engine/engine";
 import type { OpKind } from "../../tests/engine/state";
 import { resourceNames } from "../../components/naming";
 
 const N = resourceNames();
+
+export type Print = (line?: string) => void;
 
 // The step prefixes and tenses of the Pulumi engine (pulumi/pulumi pkg/resource/deploy/step.go: StepOp.RawPrefix
 // "+ ", "~ ", "+-", "- "; PastTense: op + "d").
@@ -99,4 +101,9 @@ export function renderError(error: string): string[] {
     const [type, name] = resource.split(" ");
     // Pulumi's Diagnostics heading: `  <type> (<name>):`.
     return ["Diagnostics:", `  ${name ? `${displayType(type)} (${name})` : type || "pulumi:pulumi:Stack"}:`, `    error: ${message}`, ...rest.map(l => `    ${l}`)];
+}
+
+/** An engine event handler that prints each event's lines. */
+export function printEvents(print: Print): (e: EngineEvent) => void {
+    return e => renderEvent(e).forEach(l => print(l));
 }
