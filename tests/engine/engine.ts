@@ -3,11 +3,17 @@
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import type { Report, Request } from "./run";
+import type { EngineEvent, Report, Request } from "./run";
 import type { Transport } from "./operations";
 import type { Op } from "./state";
 
-export type { Report, Op };
+export type { EngineEvent, Report, Op };
+
+/** Optional: watch each step as it happens; stop the run (its process group) when `signal` aborts. */
+export interface RunOptions {
+    onEvent?: (e: EngineEvent) => void;
+    signal?: AbortSignal;
+}
 
 export interface Stack {
     name: string;
@@ -17,23 +23,27 @@ export interface Stack {
     transport: Transport;
 }
 
-function runChild(request: Request, onOutput?: (line: string) => void): Promise<Report> {
+function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
     const dir = fs.mkdtempSync(path.join(path.dirname(request.statePath), ".req-"));
     const file = path.join(dir, "request.json");
     fs.writeFileSync(file, JSON.stringify(request));
     return new Promise((resolve, reject) => {
         const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "run.ts"), file], {
             cwd: path.join(__dirname, "..", ".."),
-            stdio: ["ignore", "pipe", "pipe"],
+            stdio: ["ignore", "pipe", "pipe", ...(opts.onEvent ? ["ipc" as const] : [])],
+            // Its own process group, so an abort stops the ssh and docker clients it runs too.
+            detached: opts.signal !== undefined,
         });
+        if (opts.onEvent) child.on("message", (e: EngineEvent | { kind: "flush" }) => { if (e.kind !== "flush") opts.onEvent!(e); });
+        const stop = () => { try { process.kill(-child.pid!, "SIGTERM"); } catch { /* already gone */ } };
+        if (opts.signal?.aborted) stop();
+        opts.signal?.addEventListener("abort", stop, { once: true });
         let stdout = "";
         let stderr = "";
-        child.stdout.on("data", d => (stdout += d));
-        child.stderr.on("data", d => {
-            stderr += d;
-            if (onOutput) String(d).split("\n").filter(Boolean).forEach(onOutput);
-        });
+        child.stdout!.on("data", d => (stdout += d));
+        child.stderr!.on("data", d => (stderr += d));
         child.on("close", code => {
+            opts.signal?.removeEventListener("abort", stop);
             try {
                 const report: Report = JSON.parse(fs.readFileSync(`${file}.report`, "utf8"));
                 // Without an engine, pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
@@ -48,12 +58,12 @@ function runChild(request: Request, onOutput?: (line: string) => void): Promise<
     });
 }
 
-export function up(stack: Stack): Promise<Report> {
-    return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport });
+export function up(stack: Stack, opts: RunOptions = {}): Promise<Report> {
+    return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent }, opts);
 }
 
-export function destroy(stack: Stack): Promise<Report> {
-    return runChild({ mode: "destroy", stack: stack.name, config: stack.config, statePath: stack.statePath, transport: stack.transport });
+export function destroy(stack: Stack, opts: RunOptions = {}): Promise<Report> {
+    return runChild({ mode: "destroy", stack: stack.name, config: stack.config, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent }, opts);
 }
 
 /** Ops that did something (not "same"). */

@@ -22,17 +22,37 @@ export interface Result {
     stderr: string;
 }
 
-export function exec(argv: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number } = {}): Promise<Result> {
+/** Calls `onLine` with each complete line of the chunks it is fed; `flush` passes on an unterminated last line. */
+function lineSplitter(onLine: (line: string) => void): { feed(chunk: string): void; flush(): void } {
+    let partial = "";
+    return {
+        feed(chunk) {
+            const lines = (partial + chunk).split("\n");
+            partial = lines.pop()!;
+            lines.forEach(onLine);
+        },
+        flush() {
+            if (partial) onLine(partial);
+            partial = "";
+        },
+    };
+}
+
+export function exec(argv: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number; onLine?: (line: string) => void } = {}): Promise<Result> {
     return new Promise(resolve => {
         const child = spawn(argv[0], argv.slice(1), { env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
         let stdout = "";
         let stderr = "";
-        child.stdout.on("data", d => (stdout += d));
-        child.stderr.on("data", d => (stderr += d));
+        const out = lineSplitter(opts.onLine ?? (() => undefined));
+        const err = lineSplitter(opts.onLine ?? (() => undefined));
+        child.stdout.on("data", d => { stdout += d; out.feed(String(d)); });
+        child.stderr.on("data", d => { stderr += d; err.feed(String(d)); });
         const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : undefined;
         child.on("error", e => resolve({ code: 127, stdout, stderr: stderr + String(e) }));
         child.on("close", code => {
             if (timer) clearTimeout(timer);
+            out.flush();
+            err.flush();
             resolve({ code: code ?? 128, stdout, stderr });
         });
         child.stdin.on("error", () => {});
@@ -82,13 +102,15 @@ function hostKeyOptions(conn: Connection): string[] {
 /**
  * Runs a command as @pulumi/command's remote.Command does: one SSH session, the text as the
  * session command, `environment` sent as SSH SetEnv (refused by a default sshd, as for real),
- * stdin piped. Fails as the provider fails, with the command text and both streams.
+ * stdin piped. Fails as the provider fails, with the command text and both streams. `onLine` sees each line of
+ * stdout and stderr while the command runs, as the provider logs them to the engine (pulumi/pulumi-command
+ * provider/pkg/provider/remote/commandOutputs.go: `util.CopyOutput(ctx, r, …, diag.Info)` during `session.Run`).
  */
-export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>): Promise<Result> {
+export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>, onLine?: (line: string) => void): Promise<Result> {
     const setEnv = Object.entries(environment ?? {}).flatMap(([k, v]) => ["-o", `SetEnv=${k}=${v}`]);
     const argv = ["ssh", ...t.sshArgs, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", ...hostKeyOptions(conn), ...setEnv,
         "-p", String(conn.port ?? 22), `${conn.user ?? "root"}@${conn.host}`, command];
-    return exec(argv, { env: t.env, stdin });
+    return exec(argv, { env: t.env, stdin, onLine });
 }
 
 /**

@@ -14,7 +14,18 @@ export interface Request {
     secretKeys?: string[];
     statePath: string;
     transport: Transport;
+    /** Send an EngineEvent per step and per line a command prints, over the IPC channel (engine.ts `onEvent`). */
+    progress?: boolean;
 }
+
+/**
+ * What the engine is doing, for a display like `pulumi up`'s: a step starts; a remote command prints a line while
+ * it runs (the provider logs them as they come, see operations.ts runRemote); a step ends, with a command's stdout.
+ */
+export type EngineEvent =
+    | { kind: "start"; op: OpKind; type: string; name: string }
+    | { kind: "line"; name: string; line: string }
+    | { kind: "end"; op: OpKind; type: string; name: string; ms: number; stdout?: string; error?: string };
 
 export interface Report {
     ops: Op[];
@@ -53,7 +64,8 @@ class Engine {
     private seq = 0;
     readonly t0 = Date.now();
 
-    constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport) {
+    constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport,
+        private readonly emit: (e: EngineEvent) => void = () => undefined) {
         for (const e of Object.values(state.resources))
             if (e.type === "pulumi:providers:docker") this.providers.set(e.id, providerTarget(e.inputs));
     }
@@ -64,12 +76,16 @@ class Engine {
 
     private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>): Promise<T> {
         const startMs = Date.now() - this.t0;
+        this.emit({ kind: "start", op, type, name });
         try {
             const { actions, value } = await fn();
             this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
+            const stdout = (value as Partial<Entry> | undefined)?.outputs?.stdout;
+            this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, stdout: typeof stdout === "string" ? stdout : undefined });
             return value;
         } catch (err) {
             this.ops.push({ op, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
+            this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, error: err instanceof Error ? err.message : String(err) });
             throw err;
         }
     }
@@ -126,7 +142,7 @@ class Engine {
                 const text: string | undefined = kind === "update" ? inputs.update ?? inputs.create : inputs.create;
                 let outputs: Record<string, unknown> = { ...inputs, stdout: "", stderr: "" };
                 if (text) {
-                    const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment);
+                    const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment, line => this.emit({ kind: "line", name, line }));
                     actions++;
                     if (r.code !== 0) throw dialError(inputs.connection, r) ?? commandError(text, r);
                     outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
@@ -177,7 +193,8 @@ class Engine {
 
 async function main(): Promise<void> {
     const request: Request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
-    const engine = new Engine(loadState(request.statePath), request.statePath, request.transport);
+    const emit = request.progress && process.send ? (e: EngineEvent) => { process.send!(e); } : undefined;
+    const engine = new Engine(loadState(request.statePath), request.statePath, request.transport, emit);
     const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0, startedAt: engine.t0 };
     // As the Pulumi CLI's runner does (@pulumi/pulumi cmd/run/run.js: process.on("unhandledRejection", uncaughtHandler)):
     // a failed resource's rejected promise that nothing awaited is logged once as an error, not a crash.
@@ -207,6 +224,8 @@ async function main(): Promise<void> {
     report.error = engine.errors[0];
     report.wallMs = Date.now() - t0;
     fs.writeFileSync(`${process.argv[2]}.report`, JSON.stringify(report));
+    // Messages go out in order: once this one is sent, every event before it is too (process.exit would drop them).
+    if (emit) await new Promise(done => process.send!({ kind: "flush" }, () => done(undefined)));
     process.exit(0);
 }
 
