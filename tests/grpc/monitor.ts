@@ -53,6 +53,8 @@ export interface MonitorOptions {
     dryRun: boolean;
     config?: Record<string, string>;
     configSecretKeys?: string[];
+    /** Runs for every registration before its step (the engine's policy analysis); throwing refuses the resource. */
+    beforeStep?: (r: Registration) => Promise<void>;
     /** Performs a custom resource's step; default: the preview answer (no id, the inputs as outputs). */
     onRegister?: (r: Registration) => Promise<Outcome>;
 }
@@ -105,7 +107,7 @@ export class Monitor {
         this.server?.forceShutdown();
     }
 
-    /** The first error the engine itself hit answering (a failed onRegister). */
+    /** The first error the engine itself hit answering (a refused resource, a failed step). */
     get error(): Error | undefined {
         return this.failure;
     }
@@ -183,6 +185,12 @@ export class Monitor {
         };
         this.registrations.push(r);
         const res = new resproto.RegisterResourceResponse().setUrn(r.urn);
+        try {
+            await this.opts.beforeStep?.(r);
+        } catch (err) {
+            this.failure ??= err instanceof Error ? err : new Error(String(err));
+            throw err;
+        }
         if (!r.custom) return res.setObject(Struct.fromJavaScript({}));
         let outcome: Outcome;
         if (this.opts.onRegister) {

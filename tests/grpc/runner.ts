@@ -24,6 +24,7 @@ export interface RunOptions {
     secretKeys?: string[];
     dryRun: boolean;
     parallel?: number;
+    beforeStep?: MonitorOptions["beforeStep"];
     onRegister?: MonitorOptions["onRegister"];
     /** Extra environment (PULUMI_NODEJS_TRANSPILE_ONLY, …). */
     env?: Record<string, string>;
@@ -43,6 +44,8 @@ export interface RunResult {
     calls: string[];
     stdout: string;
     stderr: string;
+    /** The first error the engine raised answering the program (a refused resource, a failed step). */
+    engineError?: string;
 }
 
 export interface Project {
@@ -72,7 +75,7 @@ export function configEnv(config: Record<string, unknown>): string {
 export async function runProgram(opts: RunOptions): Promise<RunResult> {
     const project = readProject(opts.dir);
     const monitor = new Monitor({
-        project: project.name, stack: opts.stack, dryRun: opts.dryRun, onRegister: opts.onRegister,
+        project: project.name, stack: opts.stack, dryRun: opts.dryRun, beforeStep: opts.beforeStep, onRegister: opts.onRegister,
         config: Object.fromEntries(Object.entries(opts.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])),
         configSecretKeys: opts.secretKeys,
     });
@@ -112,9 +115,9 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     return {
         exitCode, error, bail,
         registrations: monitor.registrations, logs: monitor.logs, stackOutputs: monitor.stackOutputs,
-        featureQueries: monitor.featureQueries, calls: monitor.calls, stdout, stderr,
+        featureQueries: monitor.featureQueries, calls: monitor.calls, stdout, stderr, engineError: monitor.error?.message,
     };
 }
 
 /** Whether the run failed as the CLI would count it: a non-zero exit, or an error the engine raised itself. */
-export const failed = (r: RunResult) => r.exitCode !== 0;
+export const failed = (r: RunResult) => r.exitCode !== 0 || r.engineError !== undefined;
