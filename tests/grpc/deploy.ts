@@ -52,7 +52,8 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
                 byUrn.set(r.urn, r);
                 properties.set(r.urn, decode(r.wire));
                 if (!analyzer) return;
-                const ds = await analyzer.analyze(r, providerOf(r));
+                // The engine attributes a resource's violations to its URN (analyzeResource: events.OnPolicyViolation(r.URN, d)).
+                const ds = (await analyzer.analyze(r, providerOf(r))).map(d => ({ ...d, urn: d.urn ?? r.urn }));
                 diagnostics.push(...ds);
                 if (!opts.dryRun && mandatory(ds).length) throw new Error(`resource ${r.urn} is invalid`);
             },
