@@ -36,7 +36,7 @@ export function stackConfig(file: string): { config: Record<string, unknown>; se
 const SYMBOL: Record<Step["op"], string> = { create: "+ ", update: "~ ", replace: "+-", delete: "- ", same: "  " };
 
 export function renderPolicies(diags: Diagnostic[]): string[] {
-    return diags.map(d => `  ${d.level === "mandatory" ? "FAIL" : "warn"} [${d.level}] ${d.policy}${d.urn ? ` (${d.urn.split("::").pop()})` : ""}: ${d.message}`);
+    return diags.map(d => `  ${d.level === "mandatory" ? "FAIL" : "warn"} [${d.level}] ${d.policy}${d.urn ? ` (${d.urn.split("::").pop()})` : ""}: ${d.message.trim().split("\n").join("\n      ")}`);
 }
 
 export async function previewCommand(args: string[]): Promise<number> {

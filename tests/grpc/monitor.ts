@@ -89,6 +89,8 @@ export class Monitor {
     rootUrn?: string;
     private server?: grpc.Server;
     private failure?: Error;
+    /** Called once when the engine fails (the runner cancels the program then). */
+    onFailure?: () => void;
 
     constructor(readonly opts: MonitorOptions) {}
 
@@ -115,9 +117,14 @@ export class Monitor {
     private unary<Req, Res>(method: string, fn: (req: Req) => Promise<Res> | Res) {
         return (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
             this.calls.push(method);
+            // After the engine failed, the resmon is cancelled: every registration in flight or later is answered
+            // Unavailable (source_eval.go RegisterResource: "resource monitor shut down while waiting on step's done
+            // channel"), which the SDK takes as the engine terminating (runtime/resource.js → terminateRpcs).
+            const shutDown = () => callback({ code: grpc.status.UNAVAILABLE, details: "resource monitor shut down while waiting on step's done channel" } as grpc.ServiceError, null);
+            if (this.failure && method.startsWith("register")) return shutDown();
             Promise.resolve()
                 .then(() => fn(call.request))
-                .then(res => callback(null, res), (err: Error) => callback({ code: grpc.status.UNKNOWN, details: err.message } as grpc.ServiceError, null));
+                .then(res => callback(null, res), (err: Error) => (this.failure ? shutDown() : callback({ code: grpc.status.UNKNOWN, details: err.message } as grpc.ServiceError, null)));
         };
     }
 
@@ -159,6 +166,12 @@ export class Monitor {
         };
     }
 
+    private fail(err: unknown): void {
+        if (this.failure) return;
+        this.failure = err instanceof Error ? err : new Error(String(err));
+        setImmediate(() => this.onFailure?.());
+    }
+
     private async register(req: resproto.RegisterResourceRequest): Promise<resproto.RegisterResourceResponse> {
         const parent = req.getParent() || undefined;
         const wire = req.getObject()?.toJavaScript() ?? {};
@@ -188,7 +201,7 @@ export class Monitor {
         try {
             await this.opts.beforeStep?.(r);
         } catch (err) {
-            this.failure ??= err instanceof Error ? err : new Error(String(err));
+            this.fail(err);
             throw err;
         }
         if (!r.custom) return res.setObject(Struct.fromJavaScript({}));
@@ -197,7 +210,7 @@ export class Monitor {
             try {
                 outcome = await this.opts.onRegister(r);
             } catch (err) {
-                this.failure ??= err instanceof Error ? err : new Error(String(err));
+                this.fail(err);
                 throw err;
             }
         } else {

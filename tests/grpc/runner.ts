@@ -97,6 +97,12 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     let stdout = "", stderr = "", partial = "";
     const exitCode = await new Promise<number | null>((resolve, reject) => {
         const child = spawn(process.execPath, args, { cwd: pwd, env, stdio: ["ignore", "pipe", "pipe"] });
+        // When the engine fails it cancels the run: the language host's exec.CommandContext sends os.Interrupt and
+        // kills the process 5 s later if it has not exited (main.go execRuntime: cmd.Cancel, cmd.WaitDelay).
+        monitor.onFailure = () => {
+            child.kill("SIGINT");
+            setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"), 5000).unref();
+        };
         child.stdout.on("data", d => (stdout += d));
         child.stderr.on("data", d => {
             stderr += d;
