@@ -1,0 +1,47 @@
+// The preview's steps against a test-engine state file (tests/grpc/steps.ts): unchanged resources answer
+// with their old outputs (so dependents stay known), changed ones answer as a preview does (unknown
+// outputs), and what the program no longer registers is deleted, last registered first.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { StepPlanner } from "../grpc/steps";
+import type { Registration } from "../grpc/monitor";
+import { decode } from "../grpc/wire";
+import type { State } from "../engine/state";
+
+const COMMAND = "command:remote:Command";
+
+function reg(name: string, wire: Record<string, any>, type = COMMAND): Registration {
+    return { urn: `urn:pulumi:s::p::${type}::${name}`, type, name, custom: true, inputs: decode(wire), wire, dependencies: [], propertyDependencies: {},
+        deleteBeforeReplace: false, additionalSecretOutputs: [], ignoreChanges: [], replaceOnChanges: [], seq: 0 };
+}
+
+const state: State = {
+    resources: {
+        [`${COMMAND}::same`]: { type: COMMAND, name: "same", id: "same-1", inputs: { create: "a", triggers: ["a"] }, outputs: { create: "a", triggers: ["a"], stdout: "{\"ok\":true}" }, seq: 0 },
+        [`${COMMAND}::text`]: { type: COMMAND, name: "text", id: "text-1", inputs: { create: "a", triggers: ["t"] }, outputs: {}, seq: 1 },
+        [`${COMMAND}::trig`]: { type: COMMAND, name: "trig", id: "trig-1", inputs: { create: "a", triggers: ["a"] }, outputs: {}, seq: 2 },
+        [`${COMMAND}::gone1`]: { type: COMMAND, name: "gone1", id: "g1", inputs: {}, outputs: {}, seq: 3 },
+        [`${COMMAND}::gone2`]: { type: COMMAND, name: "gone2", id: "g2", inputs: {}, outputs: {}, seq: 4 },
+    },
+};
+
+describe("preview steps against a state file", () => {
+    it("same answers with the old id and outputs; update and replace follow the providers' rules; unknown inputs count as changed", async () => {
+        const p = new StepPlanner(state);
+        const same = await p.onRegister(reg("same", { create: "a", triggers: ["a"] }));
+        assert.deepEqual(same, { id: "same-1", outputs: { create: "a", triggers: ["a"], stdout: "{\"ok\":true}" } });
+        const update = await p.onRegister(reg("text", { create: "b", triggers: ["t"] }));
+        assert.equal(update.id, "", "a changed resource has no known id in preview");
+        await p.onRegister(reg("trig", { create: "a", triggers: ["04da6b54-80e4-46f7-96ec-b56ff0331ba9"] }));
+        await p.onRegister(reg("new", { create: "n", triggers: ["n"] }));
+        assert.deepEqual(p.steps.map(s => [s.name, s.op]), [["same", "same"], ["text", "update"], ["trig", "replace"], ["new", "create"]]);
+        assert.deepEqual(p.deletes().map(s => s.name), ["gone2", "gone1"]);
+    });
+
+    it("without a state every resource is created", async () => {
+        const p = new StepPlanner();
+        await p.onRegister(reg("x", { create: "a" }));
+        assert.deepEqual(p.steps.map(s => s.op), ["create"]);
+        assert.deepEqual(p.deletes(), []);
+    });
+});
