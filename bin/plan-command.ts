@@ -154,46 +154,63 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
     return out.join("\n") + "\n";
 }
 
-export async function planCommand(args: string[]): Promise<number> {
+/**
+ * The `--stack NAME [--json] [--dir DIR]` arguments every stack command takes (`plan`, `status`), or the exit code
+ * after printing what was wrong (or the usage, for --help).
+ */
+export function stackCommandArgs(command: string, usage: string, args: string[]): { stack: string; json: boolean; dir: string } | number {
     let stack: string | undefined;
     let json = false;
     let dir = process.cwd();
     for (let i = 0; i < args.length; i++) {
         const a = args[i];
         if ((a === "--stack" || a === "-s" || a === "--dir") && (args[i + 1] === undefined || args[i + 1].startsWith("-"))) {
-            console.error(`spark-vllm plan: ${a} needs a value\n${USAGE}`);
+            console.error(`spark-vllm ${command}: ${a} needs a value\n${usage}`);
             return EXIT.usage;
         }
         if (a === "--stack" || a === "-s") stack = args[++i];
         else if (a === "--json") json = true;
         else if (a === "--dir") dir = args[++i];
         else if (a === "--help" || a === "-h") {
-            console.log(USAGE);
+            console.log(usage);
             return EXIT.ok;
         } else {
-            console.error(`spark-vllm plan: unknown argument ${show(a)}\n${USAGE}`);
+            console.error(`spark-vllm ${command}: unknown argument ${show(a)}\n${usage}`);
             return EXIT.usage;
         }
     }
     if (!stack) {
-        console.error(USAGE);
+        console.error(usage);
         return EXIT.usage;
     }
     if (!STACK_NAME.test(stack)) {
-        console.error(`spark-vllm plan: ${show(stack)} is not a stack name (letters, digits, -, _ and .)\n${USAGE}`);
+        console.error(`spark-vllm ${command}: ${show(stack)} is not a stack name (letters, digits, -, _ and .)\n${usage}`);
         return EXIT.usage;
     }
-    let plan: ClusterPlan;
+    return { stack, json, dir };
+}
+
+/** The stack file's plan, or EXIT.config after printing the problems with the file's name. */
+export function planFromStackFile(dir: string, stack: string): ClusterPlan | number {
     try {
-        plan = planCluster(parseSpec(readStackFile(dir, stack)));
+        const plan = planCluster(parseSpec(readStackFile(dir, stack)));
         const tooLong = commandLengthProblems(plan);
         if (tooLong.length) throw new SpecError(tooLong);
+        return plan;
     } catch (err) {
         if (err instanceof SpecError) console.error(`Pulumi.${stack}.yaml: ${err.message}`);
         else if (err instanceof StackFileError) console.error(err.message);
         else throw err;
         return EXIT.config;
     }
+}
+
+export async function planCommand(args: string[]): Promise<number> {
+    const parsed = stackCommandArgs("plan", USAGE, args);
+    if (typeof parsed === "number") return parsed;
+    const { stack, json, dir } = parsed;
+    const plan = planFromStackFile(dir, stack);
+    if (typeof plan === "number") return plan;
     const report = planReport(plan, stack);
     if (json) process.stdout.write(JSON.stringify(report, null, 2) + "\n");
     else process.stdout.write(renderText(report, renderMemoryPlan(report.memory)));

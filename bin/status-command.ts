@@ -1,11 +1,10 @@
 // `spark-vllm status --stack NAME [--json] [--dir DIR]`: is the cluster serving, from the stack file and SSH alone
 // (no Pulumi CLI, no secrets). One read-only script per host, all hosts at once.
 import { spawn } from "child_process";
-import { SpecError, parseSpec, show } from "../components/spec";
-import { ClusterPlan, HostPlan, planCluster } from "../components/plan";
+import { ClusterPlan, HostPlan } from "../components/plan";
 import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/status";
 import { EXIT } from "./cli";
-import { STACK_NAME, StackFileError, readStackFile } from "./plan-command";
+import { planFromStackFile, stackCommandArgs } from "./plan-command";
 
 const USAGE = "usage: spark-vllm status --stack NAME [--json] [--dir DIR]";
 /** A host that answers nothing for this long is reported unreachable. */
@@ -27,39 +26,11 @@ function askHost(plan: ClusterPlan, host: HostPlan): Promise<HostReport> {
 }
 
 export async function statusCommand(args: string[]): Promise<number> {
-    let stack: string | undefined;
-    let json = false;
-    let dir = process.cwd();
-    for (let i = 0; i < args.length; i++) {
-        const a = args[i];
-        if ((a === "--stack" || a === "-s" || a === "--dir") && (args[i + 1] === undefined || args[i + 1].startsWith("-"))) {
-            console.error(`spark-vllm status: ${a} needs a value\n${USAGE}`);
-            return EXIT.usage;
-        }
-        if (a === "--stack" || a === "-s") stack = args[++i];
-        else if (a === "--json") json = true;
-        else if (a === "--dir") dir = args[++i];
-        else if (a === "--help" || a === "-h") {
-            console.log(USAGE);
-            return EXIT.ok;
-        } else {
-            console.error(`spark-vllm status: unknown argument ${show(a)}\n${USAGE}`);
-            return EXIT.usage;
-        }
-    }
-    if (!stack || !STACK_NAME.test(stack)) {
-        console.error(stack ? `spark-vllm status: ${show(stack)} is not a stack name (letters, digits, -, _ and .)\n${USAGE}` : USAGE);
-        return EXIT.usage;
-    }
-    let plan: ClusterPlan;
-    try {
-        plan = planCluster(parseSpec(readStackFile(dir, stack)));
-    } catch (err) {
-        if (err instanceof SpecError) console.error(`Pulumi.${stack}.yaml: ${err.message}`);
-        else if (err instanceof StackFileError) console.error(err.message);
-        else throw err;
-        return EXIT.config;
-    }
+    const parsed = stackCommandArgs("status", USAGE, args);
+    if (typeof parsed === "number") return parsed;
+    const { stack, json, dir } = parsed;
+    const plan = planFromStackFile(dir, stack);
+    if (typeof plan === "number") return plan;
     const reports = await Promise.all(plan.hosts.map(h => askHost(plan, h)));
     const status = clusterStatus(plan, stack, reports);
     process.stdout.write(json ? JSON.stringify(status, null, 2) + "\n" : renderStatus(status));
