@@ -137,7 +137,9 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
     [/\bhf_[A-Za-z0-9]{30,}/, "a Hugging Face token (hf_…)"],
     [/\bsk-[A-Za-z0-9_-]{20,}/, "an API key (sk-…)"],
     [/--api-key(?:=|\s+)(?!['"]?\$)['"]?[^\s'"$]+/, "a literal --api-key"],
-    [/\b(?:HF_TOKEN|HUGGING_FACE_HUB_TOKEN|VLLM_API_KEY)=(?!['"]?\$)['"]?[^\s'"$;)]+/, "a literal token assignment"],
+    // RAY_AUTH_TOKEN: Ray's token authentication reads the token from it (components/rayAuth.ts); only the file's path
+    // (RAY_AUTH_TOKEN_PATH) belongs in text.
+    [/\b(?:HF_TOKEN|HUGGING_FACE_HUB_TOKEN|VLLM_API_KEY|RAY_AUTH_TOKEN)=(?!['"]?\$)['"]?[^\s'"$;)]+/, "a literal token assignment"],
 ];
 
 /** The first secret-looking value in TEXT: what it looks like, never the value itself. */

@@ -214,10 +214,12 @@ test("no-secrets-in-text", () => {
         command("env", "true", { environment: { HF_TOKEN: hf } }),
         container("a", "10.0.0.1", undefined, { command: ["vllm", "serve", "m", "--api-key=topsecret"] }),
         container("b", "10.0.0.2", undefined, {}, { HF_TOKEN: hf }),
+        command("ray", "RAY_AUTH_TOKEN=s3cret-token ray start --address=10.0.0.1:6379"),
     ];
     for (const c of cases) assert.equal(onResources("no-secrets-in-text", [c]).length, 1, c.name);
     // References to variables and reading from stdin are fine; the message never echoes the value.
     assert.equal(findSecret('IFS= read -r VLLM_API_KEY; export VLLM_API_KEY; HF_TOKEN="$(cat)" x; vllm serve m --api-key "$VLLM_API_KEY"'), undefined);
+    assert.equal(findSecret("RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/var/lib/spark-vllm/ray/auth_token"), undefined, "the token's path is not the token");
     assert.ok(!onResources("no-secrets-in-text", [cases[1]])[0].includes(hf));
 });
 
