@@ -482,6 +482,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         host: headSpec.name,
         // Through the proxy, as a client would reach it (on the head's loopback, where it listens too).
         port: spec.vllm.port,
+        // vLLM itself, for its /version (not an OpenAI path, so the proxy does not forward it).
+        internalPort: spec.vllm.internalPort,
         scheme,
         // https: the probe pins the certificate the proxy serves to the one in the proxy directory (under logDir,
         // which the head's container mounts at the same path).

@@ -56,9 +56,20 @@ function providerTarget(inputs: Record<string, any>): DockerTarget {
     return { host: inputs.host, ...(Array.isArray(sshOpts) ? { sshOpts } : {}) };
 }
 
+/**
+ * A step the engine did not start because an earlier one failed. The Pulumi engine cancels at the first failed step
+ * (pkg/resource/deploy/step_executor.go: executeChain → cancelDueToError → `if !se.continueOnError { se.cancel() }`;
+ * a chain checks the canceled context before each step), while steps already executing run to completion and are
+ * recorded, so what they created is in the state and the next `up` or `destroy` finds it.
+ */
+const NOT_STARTED = "not started: an earlier step failed";
+
 class Engine {
     readonly ops: Op[] = [];
     readonly errors: string[] = [];
+    /** Steps running now: after a failure, the run ends only once they have finished and are in the state. */
+    private readonly running = new Set<Promise<unknown>>();
+    private canceled = false;
     private readonly seen = new Set<string>();
     private readonly providers = new Map<string, DockerTarget>();
     private seq = 0;
@@ -97,9 +108,12 @@ class Engine {
         if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, state: {} };
         const old = this.state.resources[key];
         const kind = diff(args.type, old, inputs);
+        if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
         const target = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
+        const running = this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, target));
+        this.running.add(running);
         try {
-            const entry = await this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, target));
+            const entry = await running;
             entry.seq = this.seq++;
             this.state.resources[key] = entry;
             if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, providerTarget(entry.inputs));
@@ -108,9 +122,17 @@ class Engine {
         } catch (err) {
             const message = `${args.type} ${args.name}: ${err instanceof Error ? err.message : String(err)}`;
             this.errors.push(message);
+            this.canceled = true;
             this.save();
             throw new Error(message);
+        } finally {
+            this.running.delete(running);
         }
+    }
+
+    /** Waits until no step runs (each records itself in the state as it finishes). */
+    async settle(): Promise<void> {
+        while (this.running.size) await Promise.allSettled([...this.running]);
     }
 
     private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, target?: DockerTarget): Promise<{ actions: number; value: Entry }> {
@@ -200,6 +222,7 @@ async function main(): Promise<void> {
     // a failed resource's rejected promise that nothing awaited is logged once as an error, not a crash.
     const uncaught = (err: unknown) => {
         const message = err instanceof Error ? err.message : String(err);
+        if (message.includes(NOT_STARTED)) return;
         if (!engine.errors.some(e => message.includes(e) || e.includes(message))) engine.errors.push(message);
     };
     process.on("unhandledRejection", uncaught);
@@ -216,8 +239,10 @@ async function main(): Promise<void> {
                 mocks: { newResource: args => engine.register(args), call: args => args.inputs },
             });
         } catch (err) {
-            if (engine.errors.length === 0) engine.errors.push(err instanceof Error ? err.message : String(err));
+            const message = err instanceof Error ? err.message : String(err);
+            if (engine.errors.length === 0 && !message.includes(NOT_STARTED)) engine.errors.push(message);
         }
+        await engine.settle();
         // Like the real engine, a failed update deletes nothing it did not replace.
         if (engine.errors.length === 0) await engine.deleteUnseen();
     }

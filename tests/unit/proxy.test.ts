@@ -26,7 +26,7 @@ test("vLLM listens on 127.0.0.1:vllm.internalPort; the endpoint (the proxy) keep
     assert.match(argv, / --host 127\.0\.0\.1 --port 9001 /);
     assert.doesNotMatch(argv, /0\.0\.0\.0|--port 8000/);
     assert.equal(p.endpoint, "http://198.18.0.2:8000/v1");
-    assert.match(p.endpointProbe.create, /"port":8000,"scheme":"http"/);
+    assert.match(p.endpointProbe.create, /"port":8000,"internalPort":9001,"scheme":"http"/);
     const tls = planCluster(spec(r => (r.endpoint = { tls: "generated" })), "x");
     assert.equal(tls.endpoint, "https://198.18.0.2:8000/v1");
     assert.match(tls.endpointProbe.create, /"scheme":"https","certificate":"\/var\/tmp\/spark-vllm\/proxy\/tls\.crt"/);

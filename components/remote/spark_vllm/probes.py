@@ -218,7 +218,8 @@ def endpoint_probe(args):
         if status != 200:
             fail(["%s failed with %s: %s" % ("a one-token completion" if concurrency == 1 else
                                              "one of %d concurrent one-token completions" % concurrency, status, body[:300])])
-    _, version = http("GET", base + "/version")
+    # vLLM's own /version on the head's loopback: the proxy forwards only the OpenAI API.
+    _, version = http("GET", "http://127.0.0.1:%d/version" % args.get("internalPort", args["port"]))
     try:
         version = json.loads(version).get("version")
     except ValueError:
