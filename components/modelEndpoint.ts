@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { ResourceNames } from "./naming";
-import { Wiring } from "./wiring";
+import { Wiring, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
@@ -36,7 +36,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
     constructor(name: string, args: ModelEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:ModelEndpoint", name, {}, opts);
         const { plan, names, wiring } = args;
-        const keyLine = pulumi.secret(pulumi.output(args.apiKey).apply(k => `${k}\n`));
+        const keyLine = stdinLine(args.apiKey);
         this.memoryGates = plan.hosts.map(h => wiring.command(names.host(h.host.name, "memory"), { parent: this }));
         this.memory = this.memoryGates.map(g => g.stdout.apply(lastJsonLine));
         this.launch = wiring.command(names.of("vllm-launch"), { parent: this }, keyLine);

@@ -1,12 +1,9 @@
-import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
-import { PASSWORD } from "./resources";
 import { WeightsManifest, sameWeights } from "./checks";
 import { ResourceNames } from "./naming";
-import { Wiring } from "./wiring";
+import { Wiring, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
@@ -31,13 +28,10 @@ export class ModelWeights extends pulumi.ComponentResource {
     constructor(name: string, args: ModelWeightsArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:ModelWeights", name, {}, opts);
         const { plan, names, wiring } = args;
-        const line = (secret: pulumi.Input<string>) => pulumi.secret(pulumi.output(secret).apply(t => `${t}\n`));
-        const hfToken = args.hfToken === undefined ? undefined : line(args.hfToken);
+        const hfToken = args.hfToken === undefined ? undefined : stdinLine(args.hfToken);
         // head-then-copy: a copy token for this stack, generated; the head's server and each worker's copy get it on stdin.
-        const tokenName = names.of("weights-token");
-        const copyToken = plan.weightsSource ? new random.RandomPassword(tokenName, wiring.entry(tokenName, PASSWORD).inputs, { parent: this }) : undefined;
-        if (copyToken) wiring.set(tokenName, copyToken, copyToken.result.apply(t => crypto.createHash("sha256").update(t).digest("hex").slice(0, 16)));
-        const secrets = { hfToken, weightsToken: copyToken && line(copyToken.result), apiKey: undefined, rayToken: undefined };
+        const copyToken = plan.weightsSource ? wiring.generatedSecret(names.of("weights-token"), { parent: this }) : undefined;
+        const secrets = { hfToken, weightsToken: copyToken && stdinLine(copyToken), apiKey: undefined, rayToken: undefined };
         const weights = (i: number) => {
             const h = plan.hosts[i];
             return wiring.command(names.host(h.host.name, "weights"), { parent: this }, h.weights.stdin ? secrets[h.weights.stdin] : undefined);

@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { ResourceNames } from "./naming";
-import { Wiring } from "./wiring";
+import { Wiring, stdinLine } from "./wiring";
 
 /** @internal Built only by SparkCluster. */
 export interface RayClusterArgs {
@@ -26,7 +26,7 @@ export class RayCluster extends pulumi.ComponentResource {
     constructor(name: string, args: RayClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:RayCluster", name, {}, opts);
         const { plan, names, wiring } = args;
-        const tokenLine = pulumi.secret(pulumi.output(args.token).apply(t => `${t}\n`));
+        const tokenLine = stdinLine(args.token);
         this.head = wiring.command(names.of("ray-head"), { parent: this }, tokenLine);
         this.workers = plan.hosts.slice(1).map(h => wiring.command(names.host(h.host.name, "ray"), { parent: this }, tokenLine));
         this.probe = wiring.command(names.of("ray-probe"), { parent: this });

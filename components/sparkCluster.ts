@@ -1,12 +1,10 @@
-import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
 import { ClusterPlan, planCluster } from "./plan";
-import { PASSWORD, plannedResources } from "./resources";
+import { plannedResources } from "./resources";
 import { resourceNames } from "./naming";
-import { Wiring } from "./wiring";
+import { Wiring, digest, stdinLine } from "./wiring";
 import { SparkHost, lastJsonLine } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
@@ -65,12 +63,6 @@ export class SparkCluster extends pulumi.ComponentResource {
     /** Preflight facts per host name. */
     readonly hostFacts: pulumi.Output<Record<string, Record<string, unknown>>>;
 
-    private rayToken(name: string, wiring: Wiring, opts: pulumi.CustomResourceOptions): pulumi.Output<string> {
-        const password = new random.RandomPassword(name, wiring.entry(name, PASSWORD).inputs, opts);
-        wiring.set(name, password, digest(password.result));
-        return pulumi.secret(password.result);
-    }
-
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined }));
@@ -78,15 +70,16 @@ export class SparkCluster extends pulumi.ComponentResource {
         const wiring = new Wiring(plannedResources(plan, { cluster: name, apiKey: args.apiKey === undefined ? "generated" : "given", keepImage: args.keepImage }), args.sshPrivateKey);
         const parent = { parent: this };
 
-        const keyName = names.of("api-key");
-        const password = args.apiKey === undefined
-            ? new random.RandomPassword(keyName, wiring.entry(keyName, PASSWORD).inputs, parent) : undefined;
-        const key = args.apiKey ?? password!.result;
-        this.apiKey = pulumi.secret(pulumi.output(key));
         // A new key must relaunch vLLM; its digest carries the change without the key itself.
-        wiring.set(keyName, password, digest(key));
+        const keyName = names.of("api-key");
+        if (args.apiKey === undefined) this.apiKey = wiring.generatedSecret(keyName, parent);
+        else {
+            this.apiKey = pulumi.secret(pulumi.output(args.apiKey));
+            wiring.set(keyName, undefined, digest(args.apiKey));
+        }
+        const key = this.apiKey;
         // Ray backend: the cluster's Ray token, generated; a new one restarts Ray (its digest, as the key's).
-        const rayToken = plan.backend === "ray" ? this.rayToken(names.of("ray-token"), wiring, parent) : undefined;
+        const rayToken = plan.backend === "ray" ? wiring.generatedSecret(names.of("ray-token"), parent) : undefined;
 
         // 1. Every host checked, in parallel.
         this.hosts = plan.hosts.map(h => new SparkHost(names.host(h.host.name), { plan: h, names, wiring }, parent));
@@ -107,7 +100,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         // 7. Ray backend: head, workers, every node joined.
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring, token: rayToken! }, parent);
         // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
-        const keyLine = pulumi.secret(pulumi.output(key).apply(k => `${k}\n`));
+        const keyLine = stdinLine(key);
         this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine }, parent);
         this.endpointCertificate = this.proxy.certificate;
         this.endpointCertificateSha256 = this.proxy.certificateSha256;
@@ -124,11 +117,6 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric,
             endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256, serving: this.serving });
     }
-}
-
-/** A secret's short digest: what a follower's triggers carry instead of the secret. */
-function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
-    return pulumi.output(secret).apply(k => crypto.createHash("sha256").update(k).digest("hex").slice(0, 16));
 }
 
 /** The compat check's warnings (the "warnings" of its last JSON line). */

@@ -7,9 +7,21 @@
 // resources into every follower: an Output carries the resources it was computed from and they become the
 // follower's dependencies, and `dependsOn` on a component expands to its children (@pulumi/pulumi 3.276.0
 // runtime/dependsOn.js getAllTransitivelyReferencedResources, output.js OutputImpl.allResources).
+import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
-import { COMMAND, GATE, PlannedResource, PlannedType } from "./resources";
+import { COMMAND, GATE, PASSWORD, PlannedResource, PlannedType } from "./resources";
+
+/** A secret as a command's stdin: its first line, still secret. */
+export function stdinLine(secret: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.secret(pulumi.output(secret).apply(s => `${s}\n`));
+}
+
+/** A secret's short digest: what a follower's triggers carry instead of the secret. */
+export function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.output(secret).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16));
+}
 
 interface Built {
     resource?: pulumi.Resource;
@@ -77,6 +89,16 @@ export class Wiring {
         const id = resource && "id" in resource ? (resource as unknown as pulumi.CustomResource).id : undefined;
         this.built.set(name, { resource, trigger: trigger ?? id });
         return resource as R;
+    }
+
+    /**
+     * A generated secret (a planned RandomPassword): built from its entry, recorded with its digest as the trigger its
+     * followers carry (a new secret replaces them, without the secret in any trigger), returned as a secret.
+     */
+    generatedSecret(name: string, opts: pulumi.CustomResourceOptions): pulumi.Output<string> {
+        const password = new random.RandomPassword(name, this.entry(name, PASSWORD).inputs, opts);
+        this.set(name, password, digest(password.result));
+        return pulumi.secret(password.result);
     }
 
     private get(name: string, by: string): Built {
