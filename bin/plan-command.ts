@@ -158,7 +158,7 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
  * The `--stack NAME [--json] [--dir DIR]` arguments every stack command takes (`plan`, `status`), or the exit code
  * after printing what was wrong (or the usage, for --help).
  */
-export function stackCommandArgs(command: string, usage: string, args: string[]): { stack: string; json: boolean; dir: string } | number {
+function stackCommandArgs(command: string, usage: string, args: string[]): { stack: string; json: boolean; dir: string } | number {
     let stack: string | undefined;
     let json = false;
     let dir = process.cwd();
@@ -191,7 +191,7 @@ export function stackCommandArgs(command: string, usage: string, args: string[])
 }
 
 /** The stack file's plan, or EXIT.config after printing the problems with the file's name. */
-export function planFromStackFile(dir: string, stack: string): ClusterPlan | number {
+function planFromStackFile(dir: string, stack: string): ClusterPlan | number {
     try {
         const plan = planCluster(parseSpec(readStackFile(dir, stack)));
         const tooLong = commandLengthProblems(plan);
@@ -205,12 +205,18 @@ export function planFromStackFile(dir: string, stack: string): ClusterPlan | num
     }
 }
 
-export async function planCommand(args: string[]): Promise<number> {
-    const parsed = stackCommandArgs("plan", USAGE, args);
+/** A stack command's arguments and the stack file's plan, or the exit code after saying what was wrong. */
+export function stackCommand(command: string, usage: string, args: string[]): { stack: string; json: boolean; plan: ClusterPlan } | number {
+    const parsed = stackCommandArgs(command, usage, args);
     if (typeof parsed === "number") return parsed;
-    const { stack, json, dir } = parsed;
-    const plan = planFromStackFile(dir, stack);
-    if (typeof plan === "number") return plan;
+    const plan = planFromStackFile(parsed.dir, parsed.stack);
+    return typeof plan === "number" ? plan : { stack: parsed.stack, json: parsed.json, plan };
+}
+
+export async function planCommand(args: string[]): Promise<number> {
+    const loaded = stackCommand("plan", USAGE, args);
+    if (typeof loaded === "number") return loaded;
+    const { stack, json, plan } = loaded;
     const report = planReport(plan, stack);
     if (json) process.stdout.write(JSON.stringify(report, null, 2) + "\n");
     else process.stdout.write(renderText(report, renderMemoryPlan(report.memory)));
