@@ -20,8 +20,10 @@ def percentile(values, p):
 
 
 def streamed_chat(base, key, model, max_tokens, timeout):
-    """One streamed chat completion (OpenAI SSE: `data: {json}` lines, then `data: [DONE]`): seconds to the first
-    content token, seconds in all, and the output tokens (the usage chunk's count, else one per content chunk)."""
+    """One streamed chat completion: seconds to the first content token, seconds in all, and the output tokens (the
+    usage chunk's count, else one per content chunk). The stream is vLLM's (vllm/entrypoints/openai/serving_chat.py
+    chat_completion_stream_generator): `data: {chunk}` events, a last chunk with `usage` and no choices when
+    stream_options.include_usage is set, then `data: [DONE]`."""
     body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
             "stream": True, "stream_options": {"include_usage": True}}
     req = urllib.request.Request(base + "/v1/chat/completions", method="POST", data=json.dumps(body).encode())
