@@ -31,7 +31,24 @@ describe("fabric check", () => {
             assert.ok(rank.endMs <= ray.startMs, "the fabric check finished before Ray started");
             const hosts = r.outputs?.hosts as Record<string, { hcas: Array<{ roceV2Ipv4: unknown[] }> }>;
             assert.equal(hosts["spark-b"].hcas[0].roceV2Ipv4.length, 1, "RoCE facts in the hosts output");
+            assert.ok(!r.warnings?.some(w => /all-reduce bus bandwidth/.test(w)), `no bandwidth warning: ${r.warnings?.join("\n")}`);
         } finally {
+            await destroy(stack);
+        }
+    });
+
+    test("a fabric far below its link's line rate still serves, and `up` warns naming the host and the figures", async () => {
+        const stack = simStack("fabric-slow");
+        // The stand-in torch's bus bandwidth follows slow_link_gbps; the sim's veth reports 10 Gb/s in sysfs.
+        for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, { slow_link_gbps: 1 });
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            const warning = r.warnings?.find(w => /all-reduce bus bandwidth/.test(w));
+            assert.ok(warning, `a bandwidth warning among: ${r.warnings?.join("\n")}`);
+            assert.match(warning, /^spark-[ab]: .* below 25% of the fabric link's line rate \(10 Gb\/s/);
+        } finally {
+            for (const h of ["spark-a", "spark-b"]) await suite.sim.setFaults(h, null);
             await destroy(stack);
         }
     });
