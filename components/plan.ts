@@ -19,8 +19,11 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
-    /** Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token). */
-    stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken";
+    /**
+     * Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token;
+     * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/givenTls.ts).
+     */
+    stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken" | "tlsFiles";
     /** Upper bound enforced with `timeout` on the host, in seconds. */
     timeoutSeconds: number;
 }
@@ -113,7 +116,7 @@ export interface ClusterPlan {
 export interface ProxyPlan {
     image: string;
     platform: string;
-    /** tls "generated" only: makes the self-signed certificate on the head and prints it. */
+    /** tls "generated": makes the self-signed certificate on the head and prints it; "given": writes the given one from stdin. */
     tls?: CommandPlan;
     /** Writes nginx.conf and the key's map file (the key from stdin); restarts a running proxy. */
     config: CommandPlan;
@@ -541,6 +544,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             image: spec.endpoint.image,
             platform: headSpec.platform,
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
+            ...(spec.endpoint.tls === "given" ? { tls: { ...proxyTls(spec), stdin: "tlsFiles" as const } } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },
             container: proxyContainer(spec),
         },
