@@ -278,9 +278,13 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
     const head = spec.hosts[0];
     const pidFile = `${spec.logDir}/weights-source.pid`;
+    const record = `${spec.logDir}/weights-copied.json`;
     const args = {
         host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort,
         workers: spec.hosts.slice(1).map(h => h.name), idleSeconds: COPY_IDLE_SECONDS, pidFile,
+        // Which workers received the weights in an earlier run: a worker that failed before it asked fails this
+        // command, so a re-run of `up` serves it again while those keep their copies (weights_source.py CopyState).
+        record,
     };
     const stop = stopByPidFile(pidFile, 10);
     const seconds = COPY_SECONDS + 60;
@@ -289,7 +293,8 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
             ...stop,
             `exec ${argvLine(tools(spec, ["serve-weights", json(args)]))}`,
         ]), { stdin: true })),
-        delete: ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop)))),
+        // The record goes with the server (destroy, or a replacement that runs every worker's copy again), container or not.
+        delete: `rm -f ${shq(record)}; ${ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop))))}`,
         stdin: "weightsToken",
         timeoutSeconds: seconds,
     };
