@@ -4,6 +4,7 @@
 // the proxy through its configuration, and proves the endpoint again).
 import { before, test } from "node:test";
 import * as assert from "node:assert/strict";
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -14,7 +15,8 @@ import { COMMAND, GATE, plannedResources } from "../../components/resources";
 import { resourceNames } from "../../components/naming";
 import { proxyTls } from "../../components/proxyPlan";
 import { chainCertificates, givenTlsProblems, givenTlsStdin } from "../../components/givenTls";
-import { rawConfig, specProblems } from "../fixtures";
+import { clusterConfig, rawConfig, specProblems } from "../fixtures";
+import { evaluateWithMocks } from "../harness/mocks";
 
 const n = resourceNames();
 /** A CA, a server certificate it signed, another key, and a self-signed certificate, made with openssl. */
@@ -156,4 +158,23 @@ test("stdin that is not two base64 lines writes nothing", () => {
         assert.match(r.stderr, /^spark-vllm: the given certificate and key (did not arrive on stdin|on stdin are not two lines of base64)/);
         assert.deepEqual(Object.keys(r.files), []);
     }
+});
+
+test("the program: the chain and key reach only proxy-tls's stdin; the outputs report the chain; a mismatched key fails before any resource", () => {
+    const config = (key: string) => ({ ...clusterConfig(2), "spark-vllm:endpoint": { tls: "given" }, "spark-vllm:tlsCertificate": chain(), "spark-vllm:tlsPrivateKey": key });
+    const { resources, outputs, error } = evaluateWithMocks(config(pki["server.key"]));
+    assert.equal(error, undefined);
+    const keyLine = pki["server.key"].split("\n")[1];
+    for (const r of resources) {
+        const { stdin, ...rest } = r.inputs;
+        assert.ok(!JSON.stringify(rest).includes(keyLine), `${r.name} has the key outside stdin`);
+        if (r.name === n.of("proxy-tls")) assert.equal(stdin, givenTlsStdin({ tlsCertificate: chain(), tlsPrivateKey: pki["server.key"] }));
+        else assert.ok(!JSON.stringify(stdin ?? "").includes(Buffer.from(pki["server.key"]).toString("base64").slice(0, 40)), `${r.name} gets the key on stdin`);
+    }
+    assert.equal(outputs?.endpoint, "https://198.18.0.2:8000/v1");
+    assert.equal(outputs?.endpointCertificate, chain());
+    assert.equal(outputs?.endpointCertificateSha256, new crypto.X509Certificate(pki["server.crt"]).fingerprint256);
+    const wrong = evaluateWithMocks(config(pki["other.key"]));
+    assert.match(wrong.error ?? "", /spark-vllm:tlsPrivateKey: does not belong to the server's certificate/);
+    assert.deepEqual(wrong.resources.filter(r => r.type !== "pulumi:pulumi:Stack"), [], "nothing is registered");
 });
