@@ -1,15 +1,17 @@
 // The program: stack config → SparkCluster → outputs.
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig } from "./components";
+import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls } from "./components";
 
 const config = new pulumi.Config(CONFIG_NAMESPACE);
-// Throws SpecError listing every problem with its key path before any resource exists.
-const spec = parseSpec(readConfig(config));
+// Throws SpecError listing every problem with its key path before any resource exists (a given certificate's too).
+const spec = parseSpec(readConfig(config), readGivenTls(config));
 
 const cluster = new SparkCluster("spark", {
     spec,
     sshPrivateKey: config.getSecret("sshPrivateKey"),
     hfToken: config.getSecret("hfToken"),
+    // endpoint.tls "given": the chain and key, only ever on the proxy-tls command's stdin.
+    tls: spec.endpoint.tls === "given" ? { certificate: config.requireSecret("tlsCertificate"), privateKey: config.requireSecret("tlsPrivateKey") } : undefined,
 });
 
 export const endpoint = cluster.endpoint;
@@ -18,6 +20,6 @@ export const apiKey = cluster.apiKey;
 export const hosts = cluster.hostFacts;
 export const fabric = cluster.fabric;
 export const serving = cluster.serving;
-// endpoint.tls "generated": the proxy's self-signed certificate and its SHA-256 fingerprint, for clients to pin.
+// endpoint.tls "generated" or "given": the certificate the proxy serves and its SHA-256 fingerprint, for clients to pin.
 export const endpointCertificate = cluster.endpointCertificate;
 export const endpointCertificateSha256 = cluster.endpointCertificateSha256;

@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec";
+import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "./givenTls";
 
 /**
  * Reads the stack's raw config: every key of the namespace, not only the known ones, so that a misspelt key
@@ -14,4 +15,14 @@ import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec";
  */
 export function readConfig(config = new pulumi.Config(CONFIG_NAMESPACE)): RawConfig {
     return rawConfigFromStack(pulumi.runtime.allConfig(), { text: true, namespace: config.name });
+}
+
+/**
+ * The texts of the endpoint.tls "given" secrets, for parseSpec to check (components/givenTls.ts): the program holds
+ * every secret decrypted in the same map (`allConfig`), and `config.getSecret` (SparkCluster's inputs) reads them
+ * from it too. Undefined where not set.
+ */
+export function readGivenTls(config = new pulumi.Config(CONFIG_NAMESPACE)): GivenTlsTexts {
+    const all = pulumi.runtime.allConfig();
+    return { tlsCertificate: all[`${config.name}:${TLS_CERTIFICATE_KEY}`], tlsPrivateKey: all[`${config.name}:${TLS_PRIVATE_KEY}`] };
 }

@@ -13,4 +13,6 @@ export { CATALOG, CatalogModel, findModel, firstVllmVersionFor, supportsArchitec
 export { MemoryPlan, planMemory, renderMemoryPlan } from "./memory";
 export { sameImage, sameWeights, WeightsManifest } from "./checks";
 export { SparkCluster, SparkClusterArgs } from "./sparkCluster";
-export { readConfig } from "./config";
+export { GivenCertificate } from "./endpointProxy";
+export { readConfig, readGivenTls } from "./config";
+export { GivenTlsTexts, givenTlsProblems } from "./givenTls";

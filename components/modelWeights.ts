@@ -31,7 +31,7 @@ export class ModelWeights extends pulumi.ComponentResource {
         const hfToken = args.hfToken === undefined ? undefined : stdinLine(args.hfToken);
         // head-then-copy: a copy token for this stack, generated; the head's server and each worker's copy get it on stdin.
         const copyToken = plan.weightsSource ? wiring.generatedSecret(names.of("weights-token"), { parent: this }) : undefined;
-        const secrets = { hfToken, weightsToken: copyToken && stdinLine(copyToken), apiKey: undefined, rayToken: undefined };
+        const secrets = { hfToken, weightsToken: copyToken && stdinLine(copyToken), apiKey: undefined, rayToken: undefined, tlsFiles: undefined };
         const weights = (i: number) => {
             const h = plan.hosts[i];
             return wiring.command(names.host(h.host.name, "weights"), { parent: this }, h.weights.stdin ? secrets[h.weights.stdin] : undefined);

@@ -13,8 +13,9 @@ export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
     "api-key", "ray-token", "preflights", "images", "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
-    // The endpoint proxy on the head: its component, its container, its image, its generated certificate, its configuration.
-    "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf",
+    // The endpoint proxy on the head: its component, its container, its image, its certificate, its configuration; and a
+    // given certificate (endpoint.tls "given"), whose digest replaces the certificate's files when it changes.
+    "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf", "proxy-cert",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 

@@ -19,8 +19,11 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
-    /** Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token). */
-    stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken";
+    /**
+     * Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token;
+     * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/givenTls.ts).
+     */
+    stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken" | "tlsFiles";
     /** Upper bound enforced with `timeout` on the host, in seconds. */
     timeoutSeconds: number;
 }
@@ -113,7 +116,7 @@ export interface ClusterPlan {
 export interface ProxyPlan {
     image: string;
     platform: string;
-    /** tls "generated" only: makes the self-signed certificate on the head and prints it. */
+    /** tls "generated": makes the self-signed certificate on the head and prints it; "given": writes the given one from stdin. */
     tls?: CommandPlan;
     /** Writes nginx.conf and the key's map file (the key from stdin); restarts a running proxy. */
     config: CommandPlan;
@@ -275,9 +278,13 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
     const head = spec.hosts[0];
     const pidFile = `${spec.logDir}/weights-source.pid`;
+    const record = `${spec.logDir}/weights-copied.json`;
     const args = {
         host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort,
         workers: spec.hosts.slice(1).map(h => h.name), idleSeconds: COPY_IDLE_SECONDS, pidFile,
+        // Which workers received the weights in an earlier run: a worker that failed before it asked fails this
+        // command, so a re-run of `up` serves it again while those keep their copies (weights_source.py CopyState).
+        record,
     };
     const stop = stopByPidFile(pidFile, 10);
     const seconds = COPY_SECONDS + 60;
@@ -286,7 +293,8 @@ function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
             ...stop,
             `exec ${argvLine(tools(spec, ["serve-weights", json(args)]))}`,
         ]), { stdin: true })),
-        delete: ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop)))),
+        // The record goes with the server (destroy, or a replacement that runs every worker's copy again), container or not.
+        delete: `rm -f ${shq(record)}; ${ifContainerRunning(containerName(head.name), withTimeout(60, dockerExecScript(containerName(head.name), script(stop))))}`,
         stdin: "weightsToken",
         timeoutSeconds: seconds,
     };
@@ -541,6 +549,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             image: spec.endpoint.image,
             platform: headSpec.platform,
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
+            ...(spec.endpoint.tls === "given" ? { tls: { ...proxyTls(spec), stdin: "tlsFiles" as const } } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },
             container: proxyContainer(spec),
         },

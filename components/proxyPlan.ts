@@ -164,6 +164,11 @@ export function subjectAltName(host: string): string {
     return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ? `IP:${host}` : `DNS:${host}`;
 }
 
+/** The proxy's certificate on the head: made there (tls "generated") or written from stdin (tls "given"). */
+export function proxyTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+    return spec.endpoint.tls === "given" ? givenTls(spec) : generatedTls(spec);
+}
+
 /**
  * tls "generated": a self-signed certificate made on the head by the proxy image's openssl (the official nginx
  * image installs ca-certificates, which depends on openssl), in a throw-away container without network, as the
@@ -172,7 +177,7 @@ export function subjectAltName(host: string): string {
  * -x509 (self-signed), -newkey ec -pkeyopt ec_paramgen_curve:prime256v1, -nodes (key not encrypted), -days,
  * -subj, -addext subjectAltName=… (OpenSSL 1.1.1 or newer).
  */
-export function proxyTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+function generatedTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
     const dir = proxyDir(spec);
     const host = spec.hosts[0].ssh.host;
     const openssl = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
@@ -189,6 +194,36 @@ export function proxyTls(spec: ClusterSpec): { create: string; delete: string; t
         ]),
         delete: `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
         timeoutSeconds: 150,
+    };
+}
+
+/**
+ * tls "given": the chain and key arrive on stdin as two base64 lines (components/givenTls.ts givenTlsStdin), read by
+ * the shell's `read` builtin (it reads a pipe a byte at a time, so the second line is still there for the second
+ * read) and decoded by coreutils' `base64 -d` from a pipe: neither text is an argument, in the environment or in this
+ * command. Each file is written 0600 under a mktemp name in the 0700 proxy directory (nothing can be planted there)
+ * and renamed into place. The configuration command follows this one (resources.ts) and restarts a running proxy,
+ * so a rotated certificate is served before anything that follows.
+ */
+function givenTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+    const dir = proxyDir(spec);
+    const fail = (why: string) => `{ echo ${shq(`spark-vllm: ${why}`)} >&2; exit 1; }`;
+    const write = (variable: string, name: string) => [
+        `tmp=$(mktemp ${shq(`${dir}/.${name}.XXXXXX`)}) || exit 1`,
+        `printf '%s\\n' "$${variable}" | base64 -d > "$tmp" && chmod 600 "$tmp" && mv -f "$tmp" ${shq(`${dir}/${name}`)} || { rm -f "$tmp"; exit 1; }`,
+    ];
+    return {
+        create: script([
+            "umask 077",
+            `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
+            `IFS= read -r crt && IFS= read -r key || ${fail("the given certificate and key did not arrive on stdin")}`,
+            `case "$crt$key" in ''|*[!A-Za-z0-9+/=]*) ${fail("the given certificate and key on stdin are not two lines of base64")};; esac`,
+            ...write("crt", "tls.crt"),
+            ...write("key", "tls.key"),
+            `echo ${shq(`given certificate written to ${spec.hosts[0].name}:${dir}`)}`,
+        ]),
+        delete: `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
+        timeoutSeconds: 30,
     };
 }
 

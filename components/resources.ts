@@ -237,7 +237,10 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     add({ name: n.of("proxy-pull"), type: IMAGE, host: head.name, dependsOn: [n.host(head.name, "preflight"), n.of("preflights")],
         inputs: { name: proxy.image, platform: proxy.platform, keepLocally: opts.keepImage ?? true } });
     const tls = proxy.tls ? n.of("proxy-tls") : undefined;
-    if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull")] });
+    // tls "given": the certificate's digest (a gate, as a given API key's) replaces its files when it is rotated.
+    const given = proxy.tls?.stdin === "tlsFiles";
+    if (given) add({ name: n.of("proxy-cert"), type: GATE, inputs: {} });
+    if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull"), ...(given ? [n.of("proxy-cert")] : [])] });
     command(n.of("proxy-conf"), head, proxy.config, {
         dependsOn: [headTools, ...(tls ? [tls] : [])], replacedBy: [n.of("api-key"), ...(tls ? [tls] : [])] });
     add({ name: n.of("proxy"), type: CONTAINER, host: head.name, deleteBeforeReplace: true,
@@ -263,7 +266,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         return name;
     });
     const launches = [n.of("vllm-launch"), ...headless];
-    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy")] });
+    // Again after the proxy's configuration or certificate changed (it restarted the proxy): the probe pins the served certificate.
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy"), n.of("proxy-conf")] });
     // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
     if (plan.servingProof)
         command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });

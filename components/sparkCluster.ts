@@ -12,7 +12,7 @@ import { ModelWeights } from "./modelWeights";
 import { FabricCheck } from "./fabricCheck";
 import { RayCluster } from "./rayCluster";
 import { ModelEndpoint } from "./modelEndpoint";
-import { EndpointProxy } from "./endpointProxy";
+import { EndpointProxy, GivenCertificate } from "./endpointProxy";
 
 /** What SparkCluster needs: the parsed spec; everything else has a default. */
 export interface SparkClusterArgs {
@@ -26,6 +26,8 @@ export interface SparkClusterArgs {
     keepImage?: boolean;
     /** Hugging Face token for gated models (downloads only; through stdin). Default: none. */
     hfToken?: pulumi.Input<string>;
+    /** endpoint.tls "given" (required then): the PEM certificate chain, the server's certificate first, and its private key; through stdin. */
+    tls?: GivenCertificate;
 }
 
 /**
@@ -49,7 +51,7 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly model: ModelEndpoint;
     /** The reverse proxy on the head that publishes vllm.port and requires the key (vLLM listens on loopback only). */
     readonly proxy: EndpointProxy;
-    /** endpoint.tls "generated": the proxy's self-signed certificate (PEM) and its SHA-256 fingerprint, for clients to pin. */
+    /** endpoint.tls "generated" or "given": the certificate the proxy serves (PEM) and its SHA-256 fingerprint, for clients to pin. */
     readonly endpointCertificate: pulumi.Output<string | undefined>;
     readonly endpointCertificateSha256: pulumi.Output<string | undefined>;
     /** http(s)://<head ssh host>:<port>/v1 (https with endpoint.tls), once the endpoint probe has proven a completion works through the proxy. */
@@ -101,7 +103,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring, token: rayToken! }, parent);
         // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
         const keyLine = stdinLine(key);
-        this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine }, parent);
+        this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine, given: args.tls }, parent);
         this.endpointCertificate = this.proxy.certificate;
         this.endpointCertificateSha256 = this.proxy.certificateSha256;
         // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).

@@ -1,6 +1,7 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
 import { parseHostKey } from "./hostKeys";
+import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems } from "./givenTls";
 
 /** The stack config namespace: every key is `spark-vllm:<key>`. */
 export const CONFIG_NAMESPACE = "spark-vllm";
@@ -152,8 +153,11 @@ export interface ClusterSpec {
 export interface EndpointSpec {
     /** The proxy's image (nginx): a reference pinned by digest. */
     image: string;
-    /** "none": plain HTTP (default); "generated": a self-signed certificate made on the head, its key never leaving it. */
-    tls: "none" | "generated";
+    /**
+     * "none": plain HTTP (default); "generated": a self-signed certificate made on the head, its key never leaving it;
+     * "given": the secrets tlsCertificate and tlsPrivateKey (components/givenTls.ts), on the proxy-tls command's stdin.
+     */
+    tls: "none" | "generated" | "given";
 }
 
 /** nginx 1.30.5, the official image's multi-arch index (amd64, arm64 v8, …): docker-library/repo-info
@@ -175,7 +179,7 @@ export class SpecError extends Error {
     }
 }
 
-const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint"];
+const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
 
 // ---------------------------------------------------------------- bounds
 
@@ -285,7 +289,7 @@ function editDistance(a: string, b: string, limit = 3): number {
 // ---------------------------------------------------------------- reading the stack's config
 
 /** Keys whose values are secrets. parseSpec sees only whether they are set; SparkCluster gets them as secret Outputs. */
-export const SECRET_KEYS: readonly string[] = ["sshPrivateKey", "hfToken"];
+export const SECRET_KEYS: readonly string[] = ["sshPrivateKey", "hfToken", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
 /** A set secret, as a RawConfig holds it: its presence, never its text. */
 export const SECRET_SET = "[secret]";
 /** A secret the stack file holds in plain text instead of `secure:`; parseSpec refuses it. */
@@ -761,8 +765,12 @@ function badRepoId(id: string): string | undefined {
     return undefined;
 }
 
-/** Parses and validates the stack config; throws SpecError listing every problem. */
-export function parseSpec(raw: RawConfig): ClusterSpec {
+/**
+ * Parses and validates the stack config; throws SpecError listing every problem. `given`: the texts of the
+ * endpoint.tls "given" secrets where the caller has them (the program; `spark-vllm plan` sees only `secure:`), checked
+ * with the rest (components/givenTls.ts).
+ */
+export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const r = new Reader();
     const root: Obj = raw;
     for (const key of Object.keys(root).filter(k => root[k] === FOREIGN_KEY).sort()) {
@@ -879,7 +887,7 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     const servingMaxTokens = r.integer(probes, "servingMaxTokens", "probes", 1, 4096, 64);
     const servingDropWarnPercent = r.integer(probes, "servingDropWarnPercent", "probes", 1, 100, 20);
 
-    const endpoint = parseEndpoint(r, root.endpoint);
+    const endpoint = parseEndpoint(r, root.endpoint, root, given);
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
@@ -907,20 +915,27 @@ export function parseSpec(raw: RawConfig): ClusterSpec {
     };
 }
 
-/** `spark-vllm:endpoint`: the proxy's image (pinned by digest) and TLS. */
-function parseEndpoint(r: Reader, value: unknown): EndpointSpec | undefined {
+/** `spark-vllm:endpoint`: the proxy's image (pinned by digest) and TLS; "given" needs both certificate secrets. */
+function parseEndpoint(r: Reader, value: unknown, root: Obj, given: GivenTlsTexts | undefined): EndpointSpec | undefined {
     const obj = r.object(value, "endpoint", false) ?? {};
     r.unknownKeys(obj, "endpoint", ["image", "tls"]);
     const tls = r.string(obj, "tls", "endpoint", "none", 16);
-    if (tls !== undefined && tls !== "none" && tls !== "generated")
-        r.problem("endpoint.tls", `must be none or generated, got ${show(tls)}`);
+    if (tls !== undefined && tls !== "none" && tls !== "generated" && tls !== "given")
+        r.problem("endpoint.tls", `must be none, generated or given, got ${show(tls)}`);
+    if (tls === "given") {
+        // The secrets' texts where the caller has them; else only whether they are set (a plain-text one is refused above).
+        if (given) for (const [path, message] of givenTlsProblems(given)) r.problem(path, message);
+        else for (const key of [TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY])
+            if (root[key] === undefined || root[key] === null)
+                r.problem(key, `missing; endpoint.tls given needs it as a secret: \`cat ${key === TLS_PRIVATE_KEY ? "key" : "chain"}.pem | pulumi config set --secret spark-vllm:${key}\``);
+    }
     const reference = r.string(obj, "image", "endpoint", DEFAULT_PROXY_IMAGE, 512);
     const image = reference === undefined ? undefined : parseImageRef(reference);
     if (reference !== undefined && !image?.digest) {
         r.problem("endpoint.image", `${show(reference)} is not an image reference pinned by digest; write <repo>[:tag]@sha256:<64 hex digits>`);
         return undefined;
     }
-    return image && (tls === "none" || tls === "generated") ? { image: image.reference, tls } : undefined;
+    return image && (tls === "none" || tls === "generated" || tls === "given") ? { image: image.reference, tls } : undefined;
 }
 
 /** Reports a host whose `key` repeats an earlier host's, comparing `same` (e.g. lower-cased); names the later host. */

@@ -3,8 +3,15 @@
 //   docker:index/remoteImage:RemoteImage  one per host, `name` = the configured image reference
 //   docker:index/container:Container      one per host, host network/IPC, fabric environment, labels
 //   command:remote:Command                `ray start …`, the compat check, `vllm serve …` (key via stdin)
-// Policies see inputs, never secret plaintext reliably, and unknown values at preview as the
-// engine's unknown sentinel; every rule treats that sentinel as "not known yet" and stays quiet.
+// Policies see inputs, never secret plaintext reliably. Values unknown in preview (a pull's repo digest, a secret
+// from a password not yet created) are a trap under the real analyzer server: @pulumi/policy hands a rule its props
+// through a proxy that throws UnknownValueError on reading one, and the server then reports "can't run policy …
+// during preview" as advisory instead of the rule's verdict (@pulumi/policy 1.21.0 proxy.js unknownCheckingProxy,
+// server.js Analyze/AnalyzeStack `catch (e) { if (e instanceof UnknownValueError) … enforcementLevel: "advisory" }`).
+// So every rule gets plain copies of the props (`policies` below wraps them with knownInPreview), in which each
+// unknown value is the sentinel UNKNOWN; a rule treats it as "not known yet", skips it and still judges the rest.
+// The mandatory rules judge values known in preview: the pulls' `name` (the configured image), command text, the
+// containers' settings from config.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/catalog";
 import { MEMORY_DEFAULTS, MemoryOptions, planMemory } from "../components/memory";
@@ -26,6 +33,52 @@ export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
 type Props = Record<string, any>;
 type Res = Pick<PolicyResource, "type" | "props" | "urn" | "name">;
+
+/** Every unknown sentinel the engine sends, one per type (@pulumi/policy 1.21.0 proxy.js unknown*Value). */
+const UNKNOWN_SENTINELS = new Set([
+    "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7", "3eeb2bf0-c639-47a8-9e75-3b44932eb421", UNKNOWN, "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+    "030794c1-ac77-496b-92df-f27374a8bd58", "e48ece36-62e2-4504-bad9-02848725956a", "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+]);
+
+/** Whether an error is the analyzer server's "unknown in preview" (only its proxy throws while props are read). */
+function isUnknownValueError(e: unknown): boolean {
+    // Loaded lazily: only the analyzer server's proxy throws here, and it has loaded @pulumi/policy already.
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    return e instanceof (require("@pulumi/policy") as typeof import("@pulumi/policy")).UnknownValueError;
+}
+
+/**
+ * A plain copy of (proxied) props: every value unknown in preview, wherever it sits, becomes UNKNOWN instead of an
+ * exception (see the header). Plain data comes back as it is, copied.
+ */
+export function knownOrUnknown(value: unknown, depth = 0): any {
+    if (typeof value === "string") return UNKNOWN_SENTINELS.has(value) ? UNKNOWN : value;
+    if (value === null || typeof value !== "object" || depth > 64) return value;
+    const o = value as Record<string | number, unknown>;
+    const read = (k: string | number) => {
+        try {
+            return knownOrUnknown(o[k], depth + 1);
+        } catch (e) {
+            if (isUnknownValueError(e)) return UNKNOWN;
+            throw e;
+        }
+    };
+    if (Array.isArray(value)) return Array.from({ length: value.length }, (_, i) => read(i));
+    return Object.fromEntries(Object.keys(o).map(k => [k, read(k)]));
+}
+
+/** A rule that judges plain props (knownOrUnknown), so the server runs it in preview rather than reporting it can't. */
+export function knownInPreview<P extends ResourceValidationPolicy | StackValidationPolicy>(policy: P): P {
+    if ("validateResource" in policy && policy.validateResource) {
+        const each = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource];
+        return { ...policy, validateResource: each.map(v => (args: any, report: any) => v({ ...args, props: knownOrUnknown(args.props) }, report)) };
+    }
+    if ("validateStack" in policy && policy.validateStack) {
+        const v = policy.validateStack;
+        return { ...policy, validateStack: (args: any, report: any) => v({ ...args, resources: args.resources.map((r: any) => ({ ...r, props: knownOrUnknown(r.props) })) }, report) };
+    }
+    return policy;
+}
 
 const known = (v: unknown): boolean => v !== undefined && v !== null && v !== UNKNOWN;
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== UNKNOWN ? v : undefined);
@@ -148,7 +201,7 @@ export function findSecret(text: string): string | undefined {
     return undefined;
 }
 
-export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> = [
+const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
     {
         name: "image-pinned-by-digest",
         description: "Every host pulls the vLLM image by digest (repo[:tag]@sha256:…), so a retag cannot change what runs.",
@@ -297,6 +350,7 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
             // (vllm/entrypoints/cli/serve.py run_headless), so it has no key to check.
             if (!isServe(text) || /\s--headless\b/.test(text)) return;
             const reads = /\bread\b[^\n]*\bVLLM_API_KEY\b/.test(text);
+            // Unknown in preview (UNKNOWN) when it is the generated key: something is piped, which is what matters.
             const stdin = args.props.stdin;
             if (!reads || stdin === undefined || stdin === null || stdin === "")
                 report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan.ts does).`);
@@ -361,3 +415,6 @@ export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> =
         },
     },
 ];
+
+/** The rules as the pack runs them: each on plain props, so it runs in preview too (see the header). */
+export const policies: Array<ResourceValidationPolicy | StackValidationPolicy> = RULES.map(knownInPreview);

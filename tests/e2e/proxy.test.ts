@@ -6,6 +6,9 @@ import * as assert from "node:assert/strict";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as https from "node:https";
+import * as os from "node:os";
+import * as path from "node:path";
+import { execFileSync } from "node:child_process";
 import { leftovers } from "../sim/stacks";
 import { simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
@@ -22,6 +25,29 @@ async function http(url: string, init: RequestInit = {}): Promise<{ status: numb
 }
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 const chat = (stream: boolean) => JSON.stringify({ model: "qwen3.5-122b", messages: [{ role: "user", content: "hello" }], max_tokens: 6, stream });
+
+/** A CA and, per call, a new server key and certificate it signs for an IP address, made with openssl in `dir`. */
+function testPki(dir: string) {
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    const read = (f: string) => fs.readFileSync(path.join(dir, f), "utf8");
+    const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl("req", "-x509", ...ec, "-days", "2", "-subj", "/CN=spark-vllm e2e CA", "-keyout", "ca.key", "-out", "ca.crt");
+    let serial = 0;
+    return {
+        ca: read("ca.crt"),
+        caFile: path.join(dir, "ca.crt"),
+        server(ip: string): { chain: string; key: string } {
+            const name = `server${++serial}`;
+            openssl("req", ...ec, "-subj", `/CN=${ip}`, "-keyout", `${name}.key`, "-out", `${name}.csr`);
+            fs.writeFileSync(path.join(dir, `${name}.ext`), `subjectAltName=IP:${ip}\n`);
+            openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-set_serial", String(serial), "-days", "1", "-extfile", `${name}.ext`, "-out", `${name}.crt`);
+            return { chain: read(`${name}.crt`) + read("ca.crt"), key: read(`${name}.key`) };
+        },
+    };
+}
+
+/** The lines of a PEM text that give it away (its base64 body), and the base64 of the whole text (the stdin framing). */
+const telltales = (pem: string) => [...pem.split("\n").filter(l => /^[A-Za-z0-9+/=]{40,}$/.test(l)), Buffer.from(pem).toString("base64").slice(0, 60)];
 
 /** GET/POST over https, trusting only `ca` (the certificate the stack output gives), with the served certificate. */
 function httpsRequest(url: string, ca: string, key?: string): Promise<{ status: number; body: string; fingerprint256: string }> {
@@ -64,8 +90,8 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         const models = await http(`${endpoint}/models`, { headers: bearer(apiKey) });
         assert.equal(models.status, 200, models.body);
         assert.deepEqual(JSON.parse(models.body).data.map((m: { id: string }) => m.id), ["qwen3.5-122b"]);
-        // (A lower-case "bearer" passes the proxy, as real vLLM's verify_token takes the scheme in any case; the stand-in vLLM
-        // compares "Bearer " exactly, so that case is covered by the unit test of the map's regex, not here.)
+        // The scheme in any case passes the proxy and vLLM, as vLLM's verify_token takes it (the stand-in does the same).
+        assert.equal((await http(`${endpoint}/models`, { headers: { Authorization: `bEARER ${apiKey}` } })).status, 200, "the scheme in another case");
         const health = await http(base + "/health");
         assert.equal(health.status, 200, "/health needs no key");
     });
@@ -157,5 +183,78 @@ describe("the endpoint proxy on two simulated Sparks", () => {
             assert.deepEqual(d.errors, []);
         }
         assert.deepEqual(await leftovers(suite.sim), []);
+    });
+
+    test("tls given: a mismatched key is refused before anything starts; a CA-signed chain is served, verified by curl, never in argv or inspect; rotating it restarts only the proxy", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-given-"));
+        const pki = testPki(dir);
+        const first = pki.server(head().address);
+        const other = pki.server(head().address);
+        const given = (name: string, chain: string, key: string) => {
+            const s = suite.stack(name, { hosts: 1, endpoint: { tls: "given" } });
+            s.config["spark-vllm:tlsCertificate"] = chain;
+            s.config["spark-vllm:tlsPrivateKey"] = key;
+            s.secretKeys = ["spark-vllm:tlsCertificate", "spark-vllm:tlsPrivateKey"];
+            return s;
+        };
+
+        // The other server's key with the first's chain: refused by parseSpec, naming the key and the fix; nothing created.
+        const wrong = await up(given("given-wrong", first.chain, other.key));
+        assert.ok(wrong.error, "up with a mismatched key must fail");
+        assert.match(wrong.error, /spark-vllm:tlsPrivateKey: does not belong to the server's certificate in spark-vllm:tlsCertificate \(CN=[\d.]+\); set the key the certificate was issued for/);
+        assert.ok(!telltales(other.key).some(t => wrong.error!.includes(t)), "the key is not in the error");
+        assert.deepEqual(wrong.ops.filter(o => o.op !== "same").map(o => o.name), [], "no resource was created");
+        assert.deepEqual(await leftovers(suite.sim), []);
+        const noProxy = await suite.sim.docker(head().name, ["ps", "-a", "--filter", `name=${proxyContainerName()}`, "--format", "{{.Names}}"]);
+        assert.equal(noProxy.stdout.trim(), "", "no proxy container");
+
+        const stack = given("given", first.chain, first.key);
+        let r = await up(stack);
+        try {
+            assert.equal(r.error, undefined, r.error);
+            const url = r.outputs?.endpoint as string;
+            assert.equal(url, `https://${head().address}:8000/v1`);
+            assert.equal(r.outputs?.endpointCertificate, first.chain, "the output is the given chain");
+            const leaf = new crypto.X509Certificate(first.chain);
+            assert.equal(r.outputs?.endpointCertificateSha256, leaf.fingerprint256);
+            const key = r.outputs?.apiKey as string;
+            // A client that trusts only the CA (not the certificate itself) verifies the served chain, host address included.
+            const curl = await suite.sim.exec(suite.sim.hosts[1].name,
+                `curl -sS --cacert ${pki.caFile} -o /dev/null -w '%{http_code} %{ssl_verify_result}' -H @- ${url}/models`, { input: `Authorization: Bearer ${key}\n` });
+            assert.equal(curl.stdout.trim(), "200 0", curl.stderr);
+            assert.equal((await httpsRequest(`${url}/models`, pki.ca, key)).fingerprint256, leaf.fingerprint256, "the served certificate is the given one");
+            // Neither text in any argv, in docker inspect of the proxy or vLLM, or in a file others can read; the files are 0600.
+            const argv = await suite.sim.exec(head().name, "ps -eo args");
+            const inspect = await suite.sim.docker(head().name, ["inspect", proxyContainerName(), `spark-vllm-${head().name}`]);
+            assert.equal(inspect.code, 0, inspect.stderr);
+            for (const t of [...telltales(first.key), ...telltales(first.chain)]) {
+                assert.ok(!argv.stdout.includes(t), "a given text in a process's argv");
+                assert.ok(!inspect.stdout.includes(t), "a given text in docker inspect");
+            }
+            const modes = await suite.sim.exec(head().name, `stat -c '%a %n' ${PROXY_DIR} ${PROXY_DIR}/tls.key ${PROXY_DIR}/tls.crt`);
+            assert.deepEqual(modes.stdout.trim().split("\n"), [`700 ${PROXY_DIR}`, `600 ${PROXY_DIR}/tls.key`, `600 ${PROXY_DIR}/tls.crt`]);
+            const keyBody = telltales(first.key)[0];
+            const readable = await suite.sim.exec(head().name,
+                `find /var/tmp /root -xdev -type f -perm -004 -size -4M -print0 2>/dev/null | xargs -0 -r grep -l -F -- ${JSON.stringify(keyBody)} || true`);
+            assert.equal(readable.stdout.trim(), "", "a world-readable file holds the key");
+
+            // Rotation: the other server's chain and key. The files are rewritten and the proxy restarted, nothing else.
+            const rotated = given("given", other.chain, other.key);
+            r = await up(rotated);
+            assert.equal(r.error, undefined, r.error);
+            const changed = r.ops.filter(o => o.op !== "same").map(o => `${o.name} ${o.op}`).sort();
+            assert.ok(changed.includes(`${N.of("proxy-tls")} replace`) && changed.includes(`${N.of("proxy-conf")} replace`), changed.join(", "));
+            assert.ok(!r.ops.some(o => (o.name === N.of("proxy") || o.name === N.of("vllm-launch")) && o.op !== "same"), `the proxy container and vLLM stay: ${changed.join(", ")}`);
+            const newLeaf = new crypto.X509Certificate(other.chain);
+            assert.equal(r.outputs?.endpointCertificateSha256, newLeaf.fingerprint256);
+            assert.equal((await httpsRequest(`${url}/models`, pki.ca, key)).fingerprint256, newLeaf.fingerprint256, "the new certificate is served");
+        } finally {
+            const d = await destroy(stack);
+            assert.deepEqual(d.errors, []);
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+        assert.deepEqual(await leftovers(suite.sim), []);
+        const files = await suite.sim.exec(head().name, `ls -A ${PROXY_DIR} 2>/dev/null || true`);
+        assert.equal(files.stdout.trim(), "", "the certificate and key are gone from the head");
     });
 });

@@ -137,9 +137,9 @@ test("every key's example parses, and a value of the wrong type or out of range 
 
 test("the program-read keys are the secrets, and the parser accepts them without reading them", () => {
     const program = CONFIG_SCHEMA.filter(k => k.program);
-    assert.deepEqual(program.map(k => k.path).sort(), ["hfToken", "sshPrivateKey"]);
+    assert.deepEqual(program.map(k => k.path).sort(), ["hfToken", "sshPrivateKey", "tlsCertificate", "tlsPrivateKey"]);
     assert.ok(program.every(k => k.secret));
-    const config: Record<string, unknown> = { ...minimal(), sshPrivateKey: "x", hfToken: "y" };
+    const config: Record<string, unknown> = { ...minimal(), sshPrivateKey: "x", hfToken: "y", tlsCertificate: "y", tlsPrivateKey: "y" };
     assert.deepEqual(problems(config), []);
     assert.ok(!JSON.stringify(parseSpec(config)).includes('"y"'), "secrets do not end up in the spec");
 });

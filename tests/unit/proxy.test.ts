@@ -39,7 +39,7 @@ test("config: internalPort collides like any port, endpoint.tls and endpoint.ima
         .some(p => p.startsWith("spark-vllm:vllm.internalPort: 8000 is also vllm.port")));
     assert.ok(specProblems({ ...rawConfig(2), vllm: { ...rawConfig(2).vllm, internalPort: 6379 } })
         .some(p => p.startsWith("spark-vllm:vllm.internalPort: 6379 is also ray.port") || p.startsWith("spark-vllm:ray.port: 6379 is also vllm.internalPort")));
-    assert.ok(specProblems({ ...rawConfig(2), endpoint: { tls: "yes" } }).includes("spark-vllm:endpoint.tls: must be none or generated, got \"yes\""));
+    assert.ok(specProblems({ ...rawConfig(2), endpoint: { tls: "yes" } }).includes("spark-vllm:endpoint.tls: must be none, generated or given, got \"yes\""));
     assert.ok(specProblems({ ...rawConfig(2), endpoint: { image: "nginx:latest" } }).some(p => p.startsWith("spark-vllm:endpoint.image: \"nginx:latest\" is not an image reference pinned by digest")));
     assert.ok(specProblems({ ...rawConfig(2), endpoint: { tsl: "generated" } }).some(p => p.startsWith("spark-vllm:endpoint.tsl: unknown key; did you mean tls?")));
     assert.equal(spec().endpoint.image, "nginx:1.30.5@sha256:e9f347c65f318767714e8b0eccfd6b558d00fb92630791fb6cd901fcdf7f6fdd");

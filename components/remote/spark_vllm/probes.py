@@ -157,11 +157,20 @@ def concurrent_completions(base, key, model, n):
     return results
 
 
+def first_certificate(pem):
+    """The first PEM certificate of a file (a given chain holds the server's first, then its issuers), or None.
+    ssl.PEM_cert_to_DER_cert takes one certificate only: it decodes everything between the first BEGIN and the last END."""
+    begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+    start = pem.find(begin)
+    stop = pem.find(end, start)
+    return pem[start:stop + len(end)] + "\n" if start >= 0 and stop >= 0 else None
+
+
 def served_certificate_matches(port, cert_file, timeout=5):
-    """Whether the certificate served on 127.0.0.1:port is the one in cert_file (same DER bytes): (ok, detail)."""
-    pem = read_file(cert_file)
+    """Whether the certificate served on 127.0.0.1:port is the first in cert_file (same DER bytes): (ok, detail)."""
+    pem = first_certificate(read_file(cert_file) or "")
     if not pem:
-        return False, "%s cannot be read" % cert_file
+        return False, "%s holds no certificate" % cert_file
     want = hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
         with _TLS.wrap_socket(raw) as tls:
@@ -200,7 +209,7 @@ def endpoint_probe(args):
     if args.get("certificate"):
         ok, detail = served_certificate_matches(args["port"], args["certificate"])
         if not ok:
-            fail(["the endpoint proxy on %s serves another certificate than the one spark-vllm made: %s" % (args["host"], detail)])
+            fail(["the endpoint proxy on %s serves another certificate than the one spark-vllm wrote: %s" % (args["host"], detail)])
     status, _ = http("GET", base + "/v1/models")
     if status != 401:
         fail(["/v1/models answered %s without the API key, not 401: the endpoint proxy on %s does not require the key" % (status, args["host"])])

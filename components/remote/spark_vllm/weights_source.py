@@ -77,12 +77,44 @@ def byte_range(header, size):
     return start, min(end, size - 1)
 
 
-class CopyState:
-    """Which workers have reported, and when the server was last busy."""
+def read_record(path, revision):
+    """The workers the record says received this revision in an earlier run of this server (a set)."""
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return set()
+    return {h for h, r in record.items() if r == revision} if isinstance(record, dict) else set()
 
-    def __init__(self, workers):
+
+def write_record(path, host, revision):
+    """Adds host → revision to the record: a temporary file of our own in its (private) directory, then a rename."""
+    import tempfile
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        record = record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        record = {}
+    record[host] = revision
+    fd, tmp = tempfile.mkstemp(prefix=".weights-copied.", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        os.unlink(tmp)
+        raise
+
+
+class CopyState:
+    """Which workers have reported, and when the server was last busy. `held`: the workers that received this
+    revision in an earlier run (the record): silent is fine for them, as their copy command does not run again."""
+
+    def __init__(self, workers, held=()):
         self.lock = threading.Lock()
         self.workers = list(workers)
+        self.held = set(held)
         self.contacted, self.done, self.failed = set(), set(), {}
         self.active, self.last = 0, time.time()
 
@@ -107,13 +139,21 @@ class CopyState:
             if not self.contacted:
                 return 1, ["no worker asked for the weights within %d s (%s); check that their weights commands run"
                            % (idle_seconds, ", ".join(silent))]
-            if self.contacted <= finished:
-                return 0, ["%s hold the weights; %s did not ask within %d s (they hold them from an earlier up)"
-                           % (", ".join(sorted(self.done)), ", ".join(silent), idle_seconds)]
-            return 1, ["%s stopped without reporting within %d s" % (", ".join(sorted(self.contacted - finished)), idle_seconds)]
+            if not self.contacted <= finished:
+                return 1, ["%s stopped without reporting within %d s" % (", ".join(sorted(self.contacted - finished)), idle_seconds)]
+            # A worker that never asked and holds no copy from an earlier run failed before it reached this server (or
+            # never started). Failing here keeps this command out of the state, so the next `up` runs it again beside
+            # that worker's copy; stopping with success would leave the worker nothing to copy from on a re-run.
+            missing = [w for w in silent if w not in self.held]
+            if missing:
+                return 1, ["%s did not ask for the weights within %d s and received no copy in an earlier run: its weights "
+                           "command failed before it reached the head, or never started; run up again (this server runs "
+                           "again for it)" % (", ".join(missing), idle_seconds)]
+            return 0, ["%s hold the weights; %s did not ask within %d s (they received them in an earlier run)"
+                       % (", ".join(sorted(self.done)), ", ".join(silent), idle_seconds)]
 
 
-def make_handler(token, manifest_body, paths, top, state):
+def make_handler(token, manifest_body, paths, top, state, on_done=None):
     import http.server
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -189,6 +229,8 @@ def make_handler(token, manifest_body, paths, top, state):
             except (ValueError, KeyError, TypeError):
                 return self.reply(400, b"bad report\n")
             with state.lock:
+                if ok and on_done and host in state.workers:
+                    on_done(host)
                 state.contacted.add(host)
                 if ok:
                     state.done.add(host)
@@ -216,14 +258,19 @@ def serve_weights(args):
     files, paths, problems = served_files(repo, snap)
     if problems:
         fail(["%s: refusing to serve %s:" % (host, snap)] + ["  " + p for p in problems[:20]])
-    body = json.dumps({"revision": os.path.basename(snap), "files": files}, sort_keys=True).encode()
-    state = CopyState(args["workers"])
+    revision = os.path.basename(snap)
+    body = json.dumps({"revision": revision, "files": files}, sort_keys=True).encode()
+    # Which workers received this revision from an earlier run (logDir, private to the SSH user): a re-run after a
+    # worker failed runs only that worker's copy again, and the others stay silent.
+    record = args.get("record")
+    state = CopyState(args["workers"], read_record(record, revision) if record else ())
 
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
 
-    server = Server((args["bind"], args["port"]), make_handler(token, body, paths, os.path.realpath(repo), state))
+    on_done = (lambda host: write_record(record, host, revision)) if record else None
+    server = Server((args["bind"], args["port"]), make_handler(token, body, paths, os.path.realpath(repo), state, on_done))
     pid_file = args.get("pidFile")
     if pid_file:
         with open(pid_file, "w") as f:

@@ -157,4 +157,18 @@ class CertificatePin(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn("served sha256", detail)
         ok, detail = probes.served_certificate_matches(self.port, os.path.join(self.dir, "missing.crt"))
-        self.assertEqual((ok, detail), (False, os.path.join(self.dir, "missing.crt") + " cannot be read"))
+        self.assertEqual((ok, detail), (False, os.path.join(self.dir, "missing.crt") + " holds no certificate"))
+
+    def test_a_given_chain_is_pinned_by_its_first_certificate(self):
+        # endpoint.tls "given" writes the whole chain (the server's certificate, then its issuers) into tls.crt.
+        def chain(*names):
+            path = os.path.join(self.dir, "-".join(names) + ".pem")
+            with open(path, "w") as out:
+                for name in names:
+                    with open(os.path.join(self.dir, name + ".crt")) as f:
+                        out.write(f.read())
+            return path
+        ok, detail = probes.served_certificate_matches(self.port, chain("served", "other"))
+        self.assertTrue(ok, detail)
+        ok, _ = probes.served_certificate_matches(self.port, chain("other", "served"))
+        self.assertFalse(ok)

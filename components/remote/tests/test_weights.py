@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -336,8 +337,14 @@ class Stopping(unittest.TestCase):
 
     def test_idle_verdicts(self):
         self.assertEqual(self.state(idle=301).verdict(300)[0], 1, "nobody came")
+        held = self.state(["spark-c"], ["spark-c"], idle=301)
+        held.held = {"spark-b"}
+        self.assertEqual(held.verdict(300),
+                         (0, ["spark-c hold the weights; spark-b did not ask within 300 s (they received them in an earlier run)"]))
+        # 3+ hosts: spark-b failed before it asked. Success here would leave its re-run nothing to copy from.
         self.assertEqual(self.state(["spark-c"], ["spark-c"], idle=301).verdict(300),
-                         (0, ["spark-c hold the weights; spark-b did not ask within 300 s (they hold them from an earlier up)"]))
+                         (1, ["spark-b did not ask for the weights within 300 s and received no copy in an earlier run: its weights "
+                              "command failed before it reached the head, or never started; run up again (this server runs again for it)"]))
         self.assertEqual(self.state(["spark-b"], idle=301).verdict(300), (1, ["spark-b stopped without reporting within 300 s"]))
 
 
@@ -429,6 +436,59 @@ class Unreachable(unittest.TestCase):
         self.assertTrue(err[0].startswith("spark-b: cannot reach the head's weights at http://127.0.0.1:1 ("), err)
         self.assertTrue(err[0].endswith("): check the fabric link"))
 
+
+
+
+class RetryAfterASilentWorker(unittest.TestCase):
+    """Three hosts: spark-c's weights command fails before it reaches the head. The server fails too (it would
+    otherwise stop for good), and a re-run of up, which runs the server and spark-c's copy again while spark-b keeps
+    its copy (its command is not run again), finishes: the record says spark-b received this revision."""
+
+    def setUp(self):
+        self.head, self.logs = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.workers = {h: tempfile.mkdtemp() for h in ("spark-b", "spark-c")}
+        for d in [self.head, self.logs, *self.workers.values()]:
+            self.addCleanup(shutil.rmtree, d)
+        make_snapshot(self.head, "org/m", files={"config.json": b"{}"})
+        self.record = os.path.join(self.logs, "weights-copied.json")
+
+    def serve(self):
+        port = free_port()
+        args = {"host": "spark-a", "model": "org/m", "cacheDir": self.head, "bind": "127.0.0.1", "port": port,
+                "workers": ["spark-b", "spark-c"], "idleSeconds": 2, "record": self.record}
+        server = subprocess.Popen(
+            [sys.executable, "-c", "import json, sys; from spark_vllm.weights_source import serve_weights; serve_weights(json.loads(sys.argv[1]))",
+             json.dumps(args)], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        server.stdin.write(TOKEN + "\n")
+        server.stdin.close()
+        server.stdin = None
+        self.addCleanup(lambda: server.poll() is None and server.kill())
+        return server, "http://127.0.0.1:%d" % port
+
+    def copy(self, host, url):
+        args = {"host": host, "model": "org/m", "cacheDir": self.workers[host], "strategy": "copy", "source": url, "tokenOnStdin": True, "waitSeconds": 10}
+        code, _, err = call(w.weights, args, stdin=TOKEN + "\n")
+        self.assertEqual(code, 0, err)
+
+    def test_a_rerun_serves_the_worker_that_failed_and_does_not_wait_on_the_others(self):
+        server, url = self.serve()
+        self.copy("spark-b", url)
+        _, err = server.communicate(timeout=20)
+        self.assertEqual(server.returncode, 1, "the first run fails: spark-c never came")
+        self.assertIn("spark-c did not ask for the weights within 2 s and received no copy in an earlier run", err)
+        with open(self.record) as f:
+            self.assertEqual(json.load(f), {"spark-b": REVISION})
+        self.assertEqual(stat.S_IMODE(os.stat(self.record).st_mode) & 0o077, 0, "the record is the SSH user's only")
+
+        server, url = self.serve()
+        self.copy("spark-c", url)
+        out, err = server.communicate(timeout=20)
+        self.assertEqual(server.returncode, 0, err)
+        self.assertIn("spark-a: spark-c hold the weights; spark-b did not ask within 2 s (they received them in an earlier run)", out)
+        with open(self.record) as f:
+            self.assertEqual(json.load(f), {"spark-b": REVISION, "spark-c": REVISION})
+        self.assertEqual([n for n in os.listdir(self.logs) if n.startswith(".")], [], "no temporary file left")
 
 if __name__ == "__main__":
     unittest.main()

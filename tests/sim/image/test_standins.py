@@ -57,10 +57,10 @@ class Host:
                               timeout=20)
 
 
-def http(url, data=None, key=None, timeout=5):
+def http(url, data=None, key=None, timeout=5, scheme="Bearer"):
     headers = {"Content-Type": "application/json"}
     if key:
-        headers["Authorization"] = "Bearer " + key
+        headers["Authorization"] = scheme + " " + key
     req = urllib.request.Request(url, data=None if data is None else json.dumps(data).encode(), headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -242,6 +242,9 @@ class StandIns(unittest.TestCase):
         self.assertEqual(code, 200)
         self.assertEqual(json.loads(body)["data"][0]["id"], "qwen3.5-122b")
         self.assertEqual(http("http://127.0.0.1:%d/v1/models" % port)[0], 401)
+        # vLLM's verify_token takes the scheme in any case, the key exactly (tests VerifyToken below).
+        self.assertEqual(http("http://127.0.0.1:%d/v1/models" % port, key=key, scheme="bEARER")[0], 200)
+        self.assertEqual(http("http://127.0.0.1:%d/v1/models" % port, key=key.swapcase(), scheme="bearer")[0], 401)
         self.assertEqual(http("http://127.0.0.1:%d/version" % port)[1], '{"version": "0.17.1"}')
         chat = {"model": "qwen3.5-122b", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
         code, body = http("http://127.0.0.1:%d/v1/chat/completions" % port, chat, key=key)
@@ -618,6 +621,22 @@ class StandIns(unittest.TestCase):
         r = self.head.run("ray", "status")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("Could not find any running Ray instance", r.stderr)
+
+
+class VerifyToken(unittest.TestCase):
+    """The stand-in vLLM checks the key as vLLM's AuthenticationMiddleware.verify_token does (server_utils.py):
+    the scheme before the first space in any case, then exactly the key."""
+
+    def test_scheme_in_any_case_key_exactly(self):
+        sys.path.insert(0, PYDIR)
+        try:
+            from vllm._sim_serve import verify_token
+        finally:
+            sys.path.remove(PYDIR)
+        for header in ("Bearer k3Y", "bearer k3Y", "BEARER k3Y", "bEaReR k3Y"):
+            self.assertTrue(verify_token("k3Y", header), header)
+        for header in (None, "", "k3Y", "Bearer", "Bearer ", "Bearer k3y", "Bearer  k3Y", "Bearer k3Y ", "Basic k3Y", "Bearerk3Y", "Token k3Y"):
+            self.assertFalse(verify_token("k3Y", header), repr(header))
 
 
 class RayTokenAuth(unittest.TestCase):

@@ -31,6 +31,20 @@ STOP = threading.Event()
 GIB = 1024 ** 3
 
 
+
+def verify_token(api_key, authorization):
+    """Whether an Authorization header carries the key, as vLLM's AuthenticationMiddleware.verify_token decides
+    (vllm-project/vllm vllm/entrypoints/openai/server_utils.py, commit 029329a8eded26d05ef8d4a302a6c9f318817dd8):
+    `scheme, _, param = value.partition(" ")`, the scheme compared with `scheme.lower() != "bearer"` (any case), the
+    rest after the first space compared whole by the sha256 of each with secrets.compare_digest."""
+    if not authorization:
+        return False
+    scheme, _, param = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return secrets.compare_digest(hashlib.sha256(param.encode("utf-8")).digest(),
+                                  hashlib.sha256(api_key.encode("utf-8")).digest())
+
 def vllm_config_root():
     """VLLM_CONFIG_ROOT as vllm/envs.py resolves it: the variable (user-expanded), else $XDG_CONFIG_HOME/vllm, else
     ~/.config/vllm (get_default_config_root)."""
@@ -1315,7 +1329,7 @@ def make_handler(srv):
         def authorized(self):
             if not srv.api_key or not self.path.startswith("/v1"):
                 return True
-            if self.headers.get("Authorization", "") == "Bearer " + srv.api_key:
+            if verify_token(srv.api_key, self.headers.get("Authorization")):
                 return True
             self.send_json(401, {"error": "Unauthorized"})
             return False
