@@ -1,16 +1,17 @@
 // The program: stack config → SparkCluster → outputs.
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig } from "./components";
+import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, withoutPromiseStacks } from "./components";
 
 const config = new pulumi.Config(CONFIG_NAMESPACE);
 // Throws SpecError listing every problem with its key path before any resource exists.
 const spec = parseSpec(readConfig(config));
 
-const cluster = new SparkCluster("spark", {
+// Without the SDK's per-promise debug stacks while the resources are built (components/debugStacks.ts).
+const cluster = withoutPromiseStacks(() => new SparkCluster("spark", {
     spec,
     sshPrivateKey: config.getSecret("sshPrivateKey"),
     hfToken: config.getSecret("hfToken"),
-});
+}));
 
 export const endpoint = cluster.endpoint;
 export const modelName = cluster.modelName;

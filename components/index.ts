@@ -14,3 +14,4 @@ export { MemoryPlan, planMemory, renderMemoryPlan } from "./memory";
 export { sameImage, sameWeights, WeightsManifest } from "./checks";
 export { SparkCluster, SparkClusterArgs } from "./sparkCluster";
 export { readConfig } from "./config";
+export { withoutPromiseStacks } from "./debugStacks";
