@@ -3,8 +3,8 @@
 // promises (runtime/rpc.js transferProperties). Those stacks are read only to print leaked promises when
 // PULUMI_DEBUG_PROMISE_LEAKS is set (debuggable.js leakedPromises/promiseDebugString); under `pulumi up` each one is
 // also formatted through source-map-support, which cmd/run loads first (cmd/run/index.js). At 64 hosts that was most
-// of the program's CPU time. V8 captures no frames while Error.stackTraceLimit is 0
-// (https://v8.dev/docs/stack-trace-api), and the SDK raises the limit itself where it needs frames: the source
+// of the program's CPU time. "Setting it to 0 will disable stack trace collection" (Error.stackTraceLimit,
+// https://v8.dev/docs/stack-trace-api), and the SDK raises the limit itself where it needs frames: the source
 // position of each resource (resource.js Resource.callsites sets it to Infinity and restores it).
 
 /**

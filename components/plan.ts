@@ -205,9 +205,12 @@ export interface ToolsInstall extends CommandPlan {
 }
 
 /**
- * The helper program as it travels on the tools command's stdin: zlib-compressed, base64 (a third of its size).
- * Every host's registration and state carry it, and the SDK encodes a string into protobuf through a JavaScript
- * array of bytes (google-protobuf's UTF-8 writer): at 64 hosts the plain text was most of the program's memory.
+ * The helper program as it travels on the tools command's stdin: zlib-compressed, base64 (52 KB for 123 KB).
+ * Every host's registration and state carry it, three times over in the program: the request, the response (a
+ * command's outputs echo its inputs) and the SDK's debug log of that response (@pulumi/pulumi 3.276.0
+ * runtime/resource.js: `RegisterResource RPC finished: ...resp: ${innerResponse}`), each encoded through a plain
+ * array, one element per byte (google-protobuf 3.21.4 jspb.BinaryEncoder writeString). At 64 hosts the plain
+ * text was the largest part of the program's allocations (bench/evaluate/results.md).
  */
 export function packTools(content: string): string {
     return zlib.deflateSync(Buffer.from(content, "utf8"), { level: 9 }).toString("base64");
