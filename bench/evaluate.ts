@@ -2,7 +2,9 @@
 // @pulumi/pulumi's own cmd/run, with the language host's arguments and environment, against the test gRPC engine
 // (tests/grpc/runner.ts), in two ways a user can run the project:
 //   js       compiled first (tsc, as `npm run build` compiles) and run with Pulumi.yaml `typescript: false`;
-//   ts-node  the committed Pulumi.yaml (`typescript: true`): cmd/run registers the SDK's ts-node, which type-checks.
+//   ts-node  the committed Pulumi.yaml (`typescript: true`): cmd/run registers the SDK's vendored ts-node 7.0.1, which
+//            type-checks unless PULUMI_NODEJS_TRANSPILE_ONLY=true or tsconfig's noCheck (cmd/run/run.js; vendor
+//            ts-node@7.0.1/index.js: `typeCheck = options.typeCheck === true || options.transpileOnly !== true`).
 // Either way cmd/run loads source-map-support first (@pulumi/pulumi 3.276.0 cmd/run/index.js:
 // `require("source-map-support/register")`), so every `new Error().stack` the SDK takes is source-mapped, as in a
 // real run. The program's process is measured from inside (bench/measure-preload.mjs: getrusage at exit), so the
