@@ -293,6 +293,12 @@ const EVAL_MODE_TEXT: Record<EvalMode, string> = {
     "ts-node": "TypeScript through the SDK's ts-node, type-checking (the committed Pulumi.yaml)",
 };
 
+/** How to read the evaluation figures (results.md). */
+const EVAL_READING = "CPU is the program process' own user + system time (getrusage at its exit, bench/measure-preload.mjs): " +
+    "what the evaluation cost, whatever else runs. Wall time is spawn to exit; on a machine shared with other work it " +
+    "measures mostly that work (see the load average above and each run's in results.json). Contention for the cores " +
+    "(SMT siblings, caches) still inflates CPU time under load, so compare figures taken under similar load.";
+
 /** Every mode and host count once per run, interleaved, so a change in the machine's load spreads over all of them. */
 async function evaluations(): Promise<Evaluation[]> {
     const all: Evaluation[] = [];
@@ -412,7 +418,7 @@ async function alone(which: "evaluate" | "cli"): Promise<void> {
     fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 2) + "\n");
     const md = markdown(`spark-vllm benchmarks: ${which === "evaluate" ? "program evaluation as `pulumi preview` runs it" : "CLI cold start"}`, m, command, rows,
-        [`Program measured: ${describe(measured)}.`]);
+        [`Program measured: ${describe(measured)}.`, ...(which === "evaluate" ? ["", EVAL_READING] : [])]);
     fs.writeFileSync(path.join(outDir, "results.md"), md);
     process.stdout.write(md);
     log(`wrote ${path.join(outDir, "results.json")} and results.md`);
