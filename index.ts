@@ -1,18 +1,19 @@
 // The program: stack config → SparkCluster → outputs.
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls } from "./components";
+import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls, withoutPromiseStacks } from "./components";
 
 const config = new pulumi.Config(CONFIG_NAMESPACE);
 // Throws SpecError listing every problem with its key path before any resource exists (a given certificate's too).
 const spec = parseSpec(readConfig(config), readGivenTls(config));
 
-const cluster = new SparkCluster("spark", {
+// Without the SDK's per-promise debug stacks while the resources are built (components/debugStacks.ts).
+const cluster = withoutPromiseStacks(() => new SparkCluster("spark", {
     spec,
     sshPrivateKey: config.getSecret("sshPrivateKey"),
     hfToken: config.getSecret("hfToken"),
     // endpoint.tls "given": the chain and key, only ever on the proxy-tls command's stdin.
     tls: spec.endpoint.tls === "given" ? { certificate: config.requireSecret("tlsCertificate"), privateKey: config.requireSecret("tlsPrivateKey") } : undefined,
-});
+}));
 
 export const endpoint = cluster.endpoint;
 export const modelName = cluster.modelName;

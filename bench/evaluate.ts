@@ -1,54 +1,95 @@
-// Program evaluation under mocks: time and peak memory of the harness' evaluation child
-// (tests/harness/recording-run.ts, the same child `evaluateWithMocks` runs) for N hosts.
-import { spawnSync } from "node:child_process";
+// Program evaluation as `pulumi preview` runs it: index.ts for N hosts (tests/harness/many-hosts.ts) run by
+// @pulumi/pulumi's own cmd/run, with the language host's arguments and environment, against the test gRPC engine
+// (tests/grpc/runner.ts), in two ways a user can run the project:
+//   js       compiled first (tsc, as `npm run build` compiles) and run with Pulumi.yaml `typescript: false`;
+//   ts-node  the committed Pulumi.yaml (`typescript: true`): cmd/run registers the SDK's vendored ts-node 7.0.1, which
+//            type-checks unless PULUMI_NODEJS_TRANSPILE_ONLY=true or tsconfig's noCheck (cmd/run/run.js; vendor
+//            ts-node@7.0.1/index.js: `typeCheck = options.typeCheck === true || options.transpileOnly !== true`).
+// Either way cmd/run loads source-map-support first (@pulumi/pulumi 3.276.0 cmd/run/index.js:
+// `require("source-map-support/register")`), so every `new Error().stack` the SDK takes is source-mapped, as in a
+// real run. The program's process is measured from inside (bench/measure-preload.mjs: getrusage at exit), so the
+// CPU time is what the program cost, whatever else this machine runs.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { spawnSync } from "node:child_process";
 import { manyHostConfig } from "../tests/harness/many-hosts";
+import { runProgram } from "../tests/grpc/runner";
 
 const ROOT = path.join(__dirname, "..");
 
 export { manyHostConfig };
 
+export type EvalMode = "js" | "ts-node";
+export const EVAL_MODES: EvalMode[] = ["js", "ts-node"];
+
 export interface Evaluation {
     hosts: number;
+    mode: EvalMode;
     resources: number;
-    /** Spawn to exit of the child (node start, tsx, the SDK, the program, every registration). */
+    /** Spawn to exit of the program's process (node start, the SDK, ts-node if any, the program, every registration). */
     wallSeconds: number;
-    /** From the child's first user code (after node and tsx start) to its exit. */
-    evaluateSeconds: number;
+    /** user + system CPU of the program's process (all its threads, GC included). */
+    cpuSeconds: number;
+    userSeconds: number;
+    systemSeconds: number;
     peakRssMiB: number;
+    /** The machine's 1-minute load average when it ended (the bench adds it). */
+    loadAverage?: number;
 }
 
-export function evaluateOnce(n: number): Evaluation {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-eval-"));
+/**
+ * The program compiled into a temporary project directory: index.ts and components/ by tsc with the package build's
+ * options (tsconfig.build.json: no source maps), the helper program beside plan.js as the build copies it, and a
+ * Pulumi.yaml that runs index.js as JavaScript. Returns the directory; the caller removes it.
+ */
+export function compileProgram(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-js-"));
+    const tsconfig = path.join(dir, "tsconfig.bench.json");
+    fs.writeFileSync(tsconfig, JSON.stringify({
+        extends: path.join(ROOT, "tsconfig.build.json"),
+        compilerOptions: { rootDir: ROOT, outDir: dir, declaration: false, typeRoots: [path.join(ROOT, "node_modules", "@types")] },
+        include: [path.join(ROOT, "index.ts"), path.join(ROOT, "components", "**", "*.ts")],
+        exclude: [path.join(ROOT, "node_modules")],
+    }));
+    const tsc = require.resolve("typescript/bin/tsc", { paths: [ROOT] });
+    const r = spawnSync(process.execPath, [tsc, "-p", tsconfig], { cwd: ROOT, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`compiling the program for the bench failed: ${r.stdout}${r.stderr}`);
+    fs.cpSync(path.join(ROOT, "components", "remote"), path.join(dir, "components", "remote"), { recursive: true });
+    fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"));
+    fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "spark-vllm-bench-compiled", private: true }));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: spark-vllm\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n");
+    return dir;
+}
+
+/** One `pulumi preview` evaluation of n hosts; `compiled` is compileProgram's directory (js mode). */
+export async function evaluateOnce(n: number, mode: EvalMode, compiled?: string): Promise<Evaluation> {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-eval-"));
     try {
-        const request = path.join(dir, "request.json");
-        const measure = path.join(dir, "measure.json");
-        fs.writeFileSync(request, JSON.stringify({ stack: "bench", config: manyHostConfig(n), preview: false }));
+        const measure = path.join(tmp, "measure.json");
+        const dir = mode === "js" ? compiled : ROOT;
+        if (!dir) throw new Error("js mode needs the compiled program (compileProgram)");
         const t0 = process.hrtime.bigint();
-        const run = spawnSync(process.execPath, ["--import", "tsx", "--import", path.join(__dirname, "measure-preload.mjs"),
-            path.join(ROOT, "tests", "harness", "recording-run.ts"), request], {
-            cwd: ROOT,
-            encoding: "utf8",
-            maxBuffer: 64 * 1024 * 1024,
-            env: { ...process.env, BENCH_MEASURE_OUT: measure },
+        const run = await runProgram({
+            dir, stack: "bench", config: manyHostConfig(n), dryRun: true,
+            nodeArgs: ["--import", path.join(__dirname, "measure-preload.mjs")],
+            env: { BENCH_MEASURE_OUT: measure },
         });
         const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-        // The child writes its result to <request>.out (tests/harness/mocks.ts reads it the same way).
-        const out = `${request}.out`;
-        if (!fs.existsSync(out)) throw new Error(`evaluation of ${n} hosts wrote no result (exit ${run.status}, signal ${run.signal}): ${run.stderr}`);
-        const result = JSON.parse(fs.readFileSync(out, "utf8")) as { resources: unknown[]; error?: string };
-        if (result.error) throw new Error(`evaluation of ${n} hosts failed: ${result.error}`);
-        const m = JSON.parse(fs.readFileSync(measure, "utf8")) as { maxRssKiB: number; sincePreloadMs: number };
+        if (run.exitCode !== 0 || run.engineError) throw new Error(`evaluation of ${n} hosts (${mode}) failed (exit ${run.exitCode}): ${run.engineError ?? ""}${run.stderr.slice(-4000)}`);
+        const m = JSON.parse(fs.readFileSync(measure, "utf8")) as { maxRssKiB: number; userMicros: number; systemMicros: number };
         return {
             hosts: n,
-            resources: result.resources.length,
+            mode,
+            // The stack resource is the engine's root, not the program's: count what the program registered.
+            resources: run.registrations.length,
             wallSeconds: wallMs / 1000,
-            evaluateSeconds: m.sincePreloadMs / 1000,
+            cpuSeconds: (m.userMicros + m.systemMicros) / 1e6,
+            userSeconds: m.userMicros / 1e6,
+            systemSeconds: m.systemMicros / 1e6,
             peakRssMiB: m.maxRssKiB / 1024,
         };
     } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
+        fs.rmSync(tmp, { recursive: true, force: true });
     }
 }

@@ -1,5 +1,6 @@
-// Preloaded (`--import`) into the harness' evaluation child (tests/harness/recording-run.ts):
-// on exit, writes the child's peak RSS and the time since this preload ran to $BENCH_MEASURE_OUT.
+// Preloaded (`--import`) into the evaluated program's process: on exit, writes to $BENCH_MEASURE_OUT the
+// process' peak RSS and CPU time (getrusage of itself: every thread, GC included; what the program cost the
+// machine, whatever else runs on it) and the time since this preload ran.
 import { writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
@@ -7,9 +8,12 @@ const loadedMs = performance.now();
 const out = process.env.BENCH_MEASURE_OUT;
 if (out) {
     process.on("exit", () => {
+        const u = process.resourceUsage();
         writeFileSync(out, JSON.stringify({
-            // kibibytes, as getrusage reports them
-            maxRssKiB: process.resourceUsage().maxRSS,
+            // kibibytes and microseconds, as getrusage reports them
+            maxRssKiB: u.maxRSS,
+            userMicros: u.userCPUTime,
+            systemMicros: u.systemCPUTime,
             sinceStartMs: performance.now(),
             sincePreloadMs: performance.now() - loadedMs,
         }));

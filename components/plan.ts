@@ -1,5 +1,6 @@
 // spec → plan: every container, environment, command line and probe as plain data.
 // Pure and deterministic: no Pulumi, no clock, no randomness. Components consume it.
+import * as zlib from "zlib";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, pidFromFile, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { findModel } from "./catalog";
@@ -55,8 +56,8 @@ export interface HostPlan {
     host: HostSpec;
     role: Role;
     container: ContainerPlan;
-    /** Writes the helper program to the host (content via stdin). */
-    tools: CommandPlan & { content: string };
+    /** Writes the helper program to the host: `packed` (the content, compressed) on stdin. */
+    tools: ToolsInstall;
     /** Facts as JSON; fails with one line per problem. */
     preflight: CommandPlan;
     /** Puts the weights in place per the strategy (in the container) and prints the file manifest. */
@@ -200,6 +201,26 @@ function json(value: unknown): string {
     return JSON.stringify(value);
 }
 
+/** The helper program's install: its text, and what goes on stdin (packTools). */
+export interface ToolsInstall extends CommandPlan {
+    content: string;
+    packed: string;
+}
+
+/**
+ * The helper program as it travels on the tools command's stdin: zlib-compressed, base64 (52 KB for 123 KB).
+ * Every host's registration and state carry it, three times over in the program: the request, the response (a
+ * command's outputs echo its inputs) and the SDK's debug log of that response (@pulumi/pulumi 3.276.0
+ * runtime/resource.js: `RegisterResource RPC finished: ...resp: ${innerResponse}`), each encoded through a plain
+ * array, one element per byte (google-protobuf 3.21.4 jspb.BinaryEncoder writeString). At 64 hosts the plain
+ * text was the largest part of the program's allocations (bench/evaluate/results.md).
+ */
+export function packTools(content: string): string {
+    return zlib.deflateSync(Buffer.from(content, "utf8"), { level: 9 }).toString("base64");
+}
+/** Undoes packTools on the host, with the python3 the helper program needs anyway (stdlib base64 and zlib). */
+const UNPACK_TOOLS = "import base64, sys, zlib; sys.stdout.buffer.write(zlib.decompress(base64.b64decode(sys.stdin.buffer.read())))";
+
 /**
  * Writes the helper program, which the SSH user and container root then run, into logDir. The default logDir sits in
  * world-writable /var/tmp, so a local user who made it first could replace the program: logDir must be the SSH
@@ -207,11 +228,12 @@ function json(value: unknown): string {
  * the program goes in under a name mktemp picks, then renamed over the old one (a planted file or link is replaced,
  * never written through).
  */
-function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { content: string } {
+function toolsInstall(spec: ClusterSpec, content: string, packed: string): ToolsInstall {
     const dir = shq(spec.logDir);
     const refuse = (why: string) => `{ echo ${shq(`spark-vllm: ${spec.logDir} `)}"${why}"${shq(`; remove it or set spark-vllm:logDir to a directory of your own`)} >&2; exit 1; }`;
     return {
         content,
+        packed,
         create: script([
             "umask 077",
             `mkdir -p ${dir} || exit 1`,
@@ -220,7 +242,7 @@ function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { conte
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
-            `cat > "$tmp" && chmod 755 "$tmp" && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
         ]),
         delete: `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
@@ -435,6 +457,7 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
 export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
     const headSpec = spec.hosts[0];
+    const packedTools = packTools(toolsContent);
     const hosts: HostPlan[] = spec.hosts.map((host, i) => {
         const role: Role = i === 0 ? "head" : "worker";
         const ray = spec.vllm.backend === "ray" ? rayStartArgv(spec, host, role, headSpec) : undefined;
@@ -443,7 +466,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             host,
             role,
             container: containerPlan(spec, host, role),
-            tools: toolsInstall(spec, toolsContent),
+            tools: toolsInstall(spec, toolsContent, packedTools),
             preflight: preflight(spec, host),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),

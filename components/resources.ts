@@ -155,7 +155,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
             host: `ssh://${ssh.user}@${ssh.host}:${ssh.port}`, sshOpts: dockerSshOpts(h.host), disableDockerDaemonCheck: true } });
         // The program's digest, not its text, in the triggers: the same replacement, without a second copy of the
         // program in every host's registration and state.
-        command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.content, triggers: [sha256(h.tools.content)] });
+        command(n.host(name, "tools"), h.host, h.tools, { stdin: h.tools.packed, triggers: [sha256(h.tools.content)] });
         command(n.host(name, "preflight"), h.host, h.preflight, { dependsOn: [n.host(name, "tools")] });
     }
 

@@ -30,6 +30,8 @@ export interface RunOptions {
     env?: Record<string, string>;
     /** Each line the program writes to stderr. */
     onStderr?: (line: string) => void;
+    /** Node flags before the runner, which the language host does not pass: for measuring only (bench/measure-preload.mjs). */
+    nodeArgs?: string[];
 }
 
 export interface RunResult {
@@ -86,7 +88,7 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     const isDir = fs.existsSync(mainPath) && fs.statSync(mainPath).isDirectory();
     const pwd = isDir ? mainPath : path.dirname(mainPath);
     const main = isDir ? "." : path.basename(mainPath);
-    const args = [runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
+    const args = [...(opts.nodeArgs ?? []), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
         "--stack", opts.stack, "--pwd", pwd, ...(opts.dryRun ? ["--dry-run"] : []), "--parallel", String(opts.parallel ?? 16), main];
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...opts.env };
     env.PULUMI_CONFIG = configEnv(opts.config);

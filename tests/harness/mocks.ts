@@ -21,6 +21,8 @@ export interface RecordedResource {
 export interface Evaluation {
     resources: RecordedResource[];
     outputs?: Record<string, any>;
+    /** The SDK's per-promise debug stacks: taken, and holding frames (tests/harness/recording-run.ts). */
+    debugStacks?: { total: number; withFrames: number };
     error?: string;
 }
 

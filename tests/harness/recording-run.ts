@@ -18,6 +18,24 @@ interface Recorded {
 
 const resources: Recorded[] = [];
 
+/**
+ * The SDK's per-promise debug stacks (@pulumi/pulumi 3.276.0 runtime/debuggable.js debuggablePromise stores
+ * `new Error().stack` on the promise): how many were taken, and how many hold frames (components/debugStacks.ts).
+ * The SDK's modules call it through the module's exports (`debuggable_1.debuggablePromise(...)`), so this wrapper,
+ * installed before the program loads, sees every call.
+ */
+const debugStacks = { total: 0, withFrames: 0 };
+{
+    const debuggable = require("@pulumi/pulumi/runtime/debuggable") as { debuggablePromise: (p: Promise<unknown>, ctx: unknown) => Promise<unknown> };
+    const original = debuggable.debuggablePromise;
+    debuggable.debuggablePromise = (p, ctx) => {
+        const wrapped = original(p, ctx);
+        debugStacks.total++;
+        if (/\n\s+at /.test(String((p as { _debugStackTrace?: string })._debugStackTrace))) debugStacks.withFrames++;
+        return wrapped;
+    };
+}
+
 // Secret inputs reach mocks wrapped in Pulumi's signature object; tests look at the values.
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 function unsecret(value: any): any {
@@ -101,7 +119,7 @@ async function main(): Promise<void> {
                 call: args => args.inputs,
             },
         });
-        fs.writeFileSync(`${process.argv[2]}.out`, JSON.stringify({ resources, outputs }));
+        fs.writeFileSync(`${process.argv[2]}.out`, JSON.stringify({ resources, outputs, debugStacks }));
     } catch (err) {
         fs.writeFileSync(`${process.argv[2]}.out`, JSON.stringify({ error: err instanceof Error ? err.message : String(err), resources }));
     }

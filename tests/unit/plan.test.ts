@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { packTools, planCluster } from "../../components/plan";
 import { toolsProgram } from "../../components/toolsProgram";
 import { installRayToken } from "../../components/rayAuth";
 import { rawConfig } from "../fixtures";
@@ -146,7 +146,7 @@ test("the helper program goes into a private logDir under a mktemp name; a logDi
     try {
         const logDir = path.join(dir, "logs");
         const p = plan(2, raw => { raw.logDir = logDir; });
-        const run = () => spawnSync("bash", ["-c", p.hosts[0].tools.create], { input: "print('helper')\n", encoding: "utf8" });
+        const run = () => spawnSync("bash", ["-c", p.hosts[0].tools.create], { input: packTools("print('helper')\n"), encoding: "utf8" });
         const ok = run();
         assert.equal(ok.status, 0, ok.stderr);
         assert.equal(fs.statSync(logDir).mode & 0o777, 0o700, "logDir is private");
@@ -156,6 +156,24 @@ test("the helper program goes into a private logDir under a mktemp name; a logDi
         const open = run();
         assert.equal(open.status, 1);
         assert.match(open.stderr, new RegExp(`spark-vllm: ${logDir} is writable by others \\(drwxrwxrwx\\): files in it could have been planted; remove it or set spark-vllm:logDir`));
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+});
+
+test("the helper program travels packed (a third of its size in every host's registration and state) and lands byte for byte", async () => {
+    const { plannedResources } = await import("../../components/resources");
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-logdir-"));
+    try {
+        const logDir = path.join(dir, "logs");
+        const p = plan(2, raw => { raw.logDir = logDir; });
+        const entry = plannedResources(p).find(r => r.name === "spark-spark-a-tools")!;
+        const stdin = (entry.inputs as { stdin: string }).stdin;
+        const program = toolsProgram();
+        assert.ok(stdin.length < program.length / 2, `stdin ${stdin.length} bytes for a ${program.length}-byte program`);
+        const run = spawnSync("bash", ["-c", p.hosts[0].tools.create], { input: stdin, encoding: "utf8" });
+        assert.equal(run.status, 0, run.stderr);
+        assert.equal(fs.readFileSync(path.join(logDir, "spark_vllm_tools.py"), "utf8"), program);
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
