@@ -7,6 +7,7 @@ import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
+import { Owner, ownerArgs, ownerEnv, ownerLabels } from "./ownership";
 
 export { containerName, toolsProgram };
 
@@ -154,13 +155,14 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
     return env;
 }
 
-function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): ContainerPlan {
+function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Owner): ContainerPlan {
     const sameDir = (p: string) => ({ hostPath: p, containerPath: p });
     return {
         name: containerName(host.name),
         image: spec.image.reference,
         platform: host.platform,
-        env: containerEnv(spec, host),
+        // The owner in every process docker exec starts there (components/ownership.ts).
+        env: [...containerEnv(spec, host), ...(owner ? [ownerEnv(owner)] : [])],
         mounts: [sameDir(spec.model.cacheDir), sameDir(spec.logDir)],
         devices: host.fabric.hcas.length > 0 ? [sameDir("/dev/infiniband")] : [],
         ulimits: [
@@ -183,6 +185,7 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): Container
             ["spark-vllm.host", host.name],
             ["spark-vllm.role", role],
             ["spark-vllm.gpus", String(host.gpus)],
+            ...(owner ? ownerLabels(owner, spec) : []),
         ],
     };
 }
@@ -204,7 +207,7 @@ function json(value: unknown): string {
  * the program goes in under a name mktemp picks, then renamed over the old one (a planted file or link is replaced,
  * never written through).
  */
-function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { content: string } {
+function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, owner?: Owner): CommandPlan & { content: string } {
     const dir = shq(spec.logDir);
     const refuse = (why: string) => `{ echo ${shq(`spark-vllm: ${spec.logDir} `)}"${why}"${shq(`; remove it or set spark-vllm:logDir to a directory of your own`)} >&2; exit 1; }`;
     return {
@@ -217,20 +220,22 @@ function toolsInstall(spec: ClusterSpec, content: string): CommandPlan & { conte
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
-            `cat > "$tmp" && chmod 755 "$tmp" && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
+            `cat > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner, spec) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
         ]),
         delete: `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
     };
 }
 
-function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
+function preflight(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
     const args = {
         host: host.name,
         platform: host.platform,
         gpus: host.gpus,
         fabric: host.fabric,
         cacheDir: spec.model.cacheDir,
+        ...(owner ? { owner: ownerArgs(owner, spec) } : {}),
     };
     return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(args)]))), timeoutSeconds: 60 };
 }
@@ -394,8 +399,9 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
  */
-function memoryGate(spec: ClusterSpec, host: HostSpec): CommandPlan {
-    const flush = { host: host.name, image: spec.image.reference };
+function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
+    // The throw-away container (when neither root nor sudo) carries the owner's labels too.
+    const flush = { host: host.name, image: spec.image.reference, ...(owner ? { labels: Object.fromEntries(ownerLabels(owner, spec)) } : {}) };
     const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
     return {
         create: script([
@@ -425,7 +431,9 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
 }
 
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
-export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
+export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean; owner?: Owner } = {}): ClusterPlan {
+    // The stack this cluster belongs to: labels on its containers, the env of its processes, the hosts' ownership check.
+    const owner = opts.owner;
     const headSpec = spec.hosts[0];
     const hosts: HostPlan[] = spec.hosts.map((host, i) => {
         const role: Role = i === 0 ? "head" : "worker";
@@ -434,14 +442,14 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         return {
             host,
             role,
-            container: containerPlan(spec, host, role),
-            tools: toolsInstall(spec, toolsContent),
-            preflight: preflight(spec, host),
+            container: containerPlan(spec, host, role, owner),
+            tools: toolsInstall(spec, host, toolsContent, owner),
+            preflight: preflight(spec, host, owner),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(containerName(host.name), ray) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
-            memoryGate: memoryGate(spec, host),
+            memoryGate: memoryGate(spec, host, owner),
             ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
         };
     });
@@ -542,11 +550,16 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             platform: headSpec.platform,
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },
-            container: proxyContainer(spec),
+            container: withOwnerLabels(proxyContainer(spec), owner ? ownerLabels(owner, spec) : []),
         },
         endpoint: `${scheme}://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,
         vllmLog,
         vllmPidFile,
     };
+}
+
+/** The proxy's container with the owner's labels after its own. */
+function withOwnerLabels<C extends { labels: Array<{ label: string; value: string }> }>(c: C, labels: Array<[string, string]>): C {
+    return { ...c, labels: [...c.labels, ...labels.map(([label, value]) => ({ label, value }))] };
 }
