@@ -127,18 +127,60 @@ export function remoteSshArgv(conn: Connection, env: NodeJS.ProcessEnv, file: (n
         "-p", String(conn.port ?? 22), "-l", conn.user ?? "root", "--", conn.host];
 }
 
+/** The outputs @pulumi/command v1.2.1 puts back into the environment of an update's and a delete's session (util.PulumiCommandStdout/Stderr). */
+export const PREVIOUS_OUTPUT_ENV = { stdout: "PULUMI_COMMAND_STDOUT", stderr: "PULUMI_COMMAND_STDERR" } as const;
+
+/**
+ * The provider's warning when the sshd refuses one of them (pulumi-command v1.2.1 provider/pkg/provider/remote/
+ * commandOutputs.go logAndWrapSetenvErr, severity diag.Warning for these two; the command still runs). The Go raw string
+ * keeps the source's line breaks and tab indentation.
+ */
+export const setenvWarning = (key: string) =>
+    `Unable to set '${key}'. This only works if your SSH server is configured to accept\n\tthese variables via AcceptEnv. ` +
+    `Alternatively, if a Bash-like shell runs the command on the remote host, you could\n\tprefix the command itself with the variables in the form 'VAR=value command'`;
+
+/** A value as one OpenSSH config token: double-quoted, with `\\` and `"` escaped (misc.c argv_split). */
+export const configQuoted = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+/**
+ * Whether the host's sshd takes the previous-output variables. Go's session.Setenv asks for a reply (RFC 4254 6.4,
+ * want reply) and fails when refused; OpenSSH's SetEnv asks for none, so the engine asks the sshd once per host
+ * instead: sent, is it there? A default sshd_config accepts only `LANG LC_*` (Debian's AcceptEnv).
+ */
+const acceptsPreviousOutput = new Map<string, Promise<boolean>>();
+function sshdAccepts(t: Transport, conn: Connection): Promise<boolean> {
+    const key = `${conn.user ?? "root"}@${conn.host}:${conn.port ?? 22}`;
+    if (!acceptsPreviousOutput.has(key)) {
+        const [ssh, ...args] = remoteSshArgv(conn, t.env);
+        const at = args.indexOf("--");
+        acceptsPreviousOutput.set(key, exec([ssh, ...args.slice(0, at), "-o", `SetEnv=${PREVIOUS_OUTPUT_ENV.stdout}=probe`, ...args.slice(at),
+            `printenv ${PREVIOUS_OUTPUT_ENV.stdout}`], { env: t.env }).then(r => r.stdout.trim() === "probe"));
+    }
+    return acceptsPreviousOutput.get(key)!;
+}
+
 /**
  * Runs a command as @pulumi/command's remote.Command does: one SSH session over the Go client's rules (remoteSshArgv),
  * the text as the session command, `environment` sent as SSH SetEnv (dropped by a default sshd, as for real), stdin
- * piped. Fails as the provider fails, with the command text and both streams. `onLine` sees each line of stdout and
- * stderr while the command runs, as the provider logs them to the engine (pulumi/pulumi-command
+ * piped. On update and delete, `previous` is the resource's last stdout and stderr: each non-empty one is offered as
+ * PULUMI_COMMAND_STDOUT/STDERR (addPreviousOutputInEnv defaults to true), and a refusal is the provider's warning, in
+ * `warnings`. Fails as the provider fails, with the command text and both streams. `onLine` sees each line of stdout
+ * and stderr while the command runs, as the provider logs them to the engine (pulumi/pulumi-command
  * provider/pkg/provider/remote/commandOutputs.go: `util.CopyOutput(ctx, r, …, diag.Info)` during `session.Run`).
  */
-export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>, onLine?: (line: string) => void): Promise<Result> {
+export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>,
+    onLine?: (line: string) => void, previous?: { stdout?: string; stderr?: string }): Promise<Result & { warnings: string[] }> {
     const setEnv = Object.entries(environment ?? {}).flatMap(([k, v]) => ["-o", `SetEnv=${k}=${v}`]);
+    const offered = (["stdout", "stderr"] as const).filter(k => previous?.[k]).map(k => [PREVIOUS_OUTPUT_ENV[k], previous![k]!] as const);
+    const warnings: string[] = [];
+    if (offered.length) {
+        if (await sshdAccepts(t, conn)) setEnv.push(...offered.flatMap(([k, v]) => ["-o", `SetEnv=${k}=${configQuoted(v)}`]));
+        else warnings.push(...offered.map(([k]) => setenvWarning(k)));
+    }
     const [ssh, ...args] = remoteSshArgv(conn, t.env);
     const at = args.indexOf("--");
-    return exec([ssh, ...args.slice(0, at), ...setEnv, ...args.slice(at), command], { env: t.env, stdin, onLine });
+    const r = await exec([ssh, ...args.slice(0, at), ...setEnv, ...args.slice(at), command], { env: t.env, stdin, onLine });
+    return { ...r, warnings };
 }
 
 /**

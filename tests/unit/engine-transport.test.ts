@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OPENSSH, remoteSshArgv } from "../engine/operations";
+import { OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, remoteSshArgv, setenvWarning } from "../engine/operations";
 
 /** What OpenSSH resolves for the argv (`-G` prints the options and exits without connecting). */
 function resolved(argv: string[], env: NodeJS.ProcessEnv = {}): Map<string, string[]> {
@@ -72,4 +72,20 @@ test("host keys: any without hostKey (nothing read or remembered); with it, only
 
 test("a password is refused, not silently ignored", () => {
     assert.throws(() => remoteSshArgv({ host: "h", password: "x" }, {}, file), /cannot log in with a password/);
+});
+
+test("the previous outputs travel as one SetEnv value each, whatever they hold (quotes, backslashes, lines)", () => {
+    const value = 'vllm serve started, pid 42, log "/var/tmp/x y.log" on \\spark-a\nsecond line';
+    const argv = remoteSshArgv({ host: "h" }, {}, file);
+    const at = argv.indexOf("--");
+    const r = spawnSync(argv[0], ["-G", ...argv.slice(1, at), "-o", `SetEnv=${PREVIOUS_OUTPUT_ENV.stdout}=${configQuoted(value)}`, ...argv.slice(at)], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(r.stdout.includes(`setenv ${PREVIOUS_OUTPUT_ENV.stdout}=${value}\n`), r.stdout.split("\n").filter(l => /setenv|second/.test(l)).join("\n"));
+});
+
+test("a refused SetEnv is the provider's warning, word for word (commandOutputs.go logAndWrapSetenvErr)", () => {
+    assert.equal(setenvWarning("PULUMI_COMMAND_STDOUT"),
+        "Unable to set 'PULUMI_COMMAND_STDOUT'. This only works if your SSH server is configured to accept\n" +
+        "\tthese variables via AcceptEnv. Alternatively, if a Bash-like shell runs the command on the remote host, you could\n" +
+        "\tprefix the command itself with the variables in the form 'VAR=value command'");
 });
