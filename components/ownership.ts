@@ -24,27 +24,29 @@ export const OWNER_LABELS = {
 /** In every container's environment, so every Ray and vLLM process started by `docker exec` carries it: `<project>/<stack>`. */
 export const OWNER_ENV = "SPARK_VLLM_STACK";
 
-/** What the host-side check needs: who we are, and what we serve (for the other side's message). */
-export interface OwnerArgs {
-    project: string;
-    stack: string;
-    model: string;
-    servedName: string;
+/** What the host-side check needs: who we are (the other side's model and served name come from its labels). */
+export function ownerArgs(owner: Owner): Owner {
+    return { project: owner.project, stack: owner.stack };
 }
 
-export function ownerArgs(owner: Owner, spec: ClusterSpec): OwnerArgs {
-    return { project: owner.project, stack: owner.stack, model: spec.model.id, servedName: spec.model.servedName };
-}
-
-/** The owner's labels, in a stable order. */
+/**
+ * The labels of every container: the owner and its model. A model change replaces the containers anyway in practice
+ * (a variant is a stack), so the label costs nothing there.
+ */
 export function ownerLabels(owner: Owner, spec: ClusterSpec): Array<[string, string]> {
-    const a = ownerArgs(owner, spec);
     return [
-        [OWNER_LABELS.project, a.project],
-        [OWNER_LABELS.stack, a.stack],
-        [OWNER_LABELS.model, a.model],
-        [OWNER_LABELS.servedName, a.servedName],
+        [OWNER_LABELS.project, owner.project],
+        [OWNER_LABELS.stack, owner.stack],
+        [OWNER_LABELS.model, spec.model.id],
     ];
+}
+
+/**
+ * The endpoint proxy's labels add the served name: renaming it replaces only the proxy (seconds), where on the hosts'
+ * containers it would restart Ray and everything after it for a name.
+ */
+export function proxyOwnerLabels(owner: Owner, spec: ClusterSpec): Array<[string, string]> {
+    return [...ownerLabels(owner, spec), [OWNER_LABELS.servedName, spec.model.servedName]];
 }
 
 export function ownerEnv(owner: Owner): [string, string] {

@@ -7,7 +7,7 @@ import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
-import { Owner, ownerArgs, ownerEnv, ownerLabels } from "./ownership";
+import { Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
 
 export { containerName, toolsProgram };
 
@@ -221,7 +221,7 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, owner?
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
             // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
-            `cat > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner, spec) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            `cat > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
         ]),
         delete: `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
@@ -235,7 +235,7 @@ function preflight(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPla
         gpus: host.gpus,
         fabric: host.fabric,
         cacheDir: spec.model.cacheDir,
-        ...(owner ? { owner: ownerArgs(owner, spec) } : {}),
+        ...(owner ? { owner: ownerArgs(owner) } : {}),
     };
     return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(args)]))), timeoutSeconds: 60 };
 }
@@ -550,7 +550,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             platform: headSpec.platform,
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },
-            container: withOwnerLabels(proxyContainer(spec), owner ? ownerLabels(owner, spec) : []),
+            container: withOwnerLabels(proxyContainer(spec), owner ? proxyOwnerLabels(owner, spec) : []),
         },
         endpoint: `${scheme}://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,

@@ -27,16 +27,18 @@ test("every container carries the stack's labels, and every process in it the st
         assert.equal(labels["spark-vllm.project"], "spark-vllm");
         assert.equal(labels["spark-vllm.stack"], "qwen");
         assert.equal(labels["spark-vllm.model"], "Qwen/Qwen3.5-122B-A10B-FP8");
-        assert.equal(labels["spark-vllm.served-name"], "qwen3.5-122b");
+        // Not the served name: renaming it would replace the container and restart Ray for a name.
+        assert.equal(labels["spark-vllm.served-name"], undefined);
         assert.deepEqual(h.container.env.find(([k]) => k === OWNER_ENV), [OWNER_ENV, "spark-vllm/qwen"]);
         // No time in any input: a healthy re-run must stay a no-op ("since" is Docker's own Created).
         assert.ok(!h.container.labels.some(([k]) => /since|time|date/.test(k)));
-        assert.match(h.preflight.create, /"owner":\{"project":"spark-vllm","stack":"qwen","model":"Qwen\/Qwen3.5-122B-A10B-FP8","servedName":"qwen3.5-122b"\}/);
+        assert.match(h.preflight.create, /"owner":\{"project":"spark-vllm","stack":"qwen"\}/);
         assert.match(h.memoryGate.create, /"labels":\{"spark-vllm.project":"spark-vllm","spark-vllm.stack":"qwen"/);
     }
     const proxy = Object.fromEntries(plan.proxy.container.labels.map(l => [l.label, l.value]));
     assert.equal(proxy["spark-vllm.role"], "proxy");
     assert.equal(proxy["spark-vllm.stack"], "qwen");
+    assert.equal(proxy["spark-vllm.served-name"], "qwen3.5-122b");
     // The planned docker.Container inputs (what the components register) carry them as well.
     const planned = plannedResources(plan).filter(r => r.type === "docker:index/container:Container");
     assert.equal(planned.length, 3);
@@ -77,6 +79,9 @@ esac
 
 const heldBy = (stack: string) => [{
     Name: "/spark-vllm-spark-a", Created: "2026-12-01T04:10:07.123456789Z",
+    Config: { Labels: { "spark-vllm.project": "spark-vllm", "spark-vllm.stack": stack, "spark-vllm.model": "openai/gpt-oss-120b" } },
+}, {
+    Name: "/spark-vllm.proxy", Created: "2026-12-01T04:12:00Z",
     Config: { Labels: { "spark-vllm.project": "spark-vllm", "spark-vllm.stack": stack, "spark-vllm.model": "openai/gpt-oss-120b", "spark-vllm.served-name": "gpt-oss" } },
 }];
 
@@ -84,7 +89,7 @@ test("the helper program is not installed on a host another stack holds: the ref
     const r = installTools("qwen", heldBy("gpt"));
     assert.equal(r.status, 1, r.stdout + r.stderr);
     assert.equal(r.stderr.trim(), "spark-a: held by stack gpt (model openai/gpt-oss-120b, served as gpt-oss) since 2026-12-01 04:10:07 UTC " +
-        "(containers spark-vllm-spark-a): run `pulumi destroy -s gpt` first to switch this host to stack qwen, or give stack qwen other hosts");
+        "(containers spark-vllm-spark-a, spark-vllm.proxy): run `pulumi destroy -s gpt` first to switch this host to stack qwen, or give stack qwen other hosts");
     assert.equal(r.installed, false);
     assert.deepEqual(r.leftovers, [], "the temporary copy is removed");
 });

@@ -35,8 +35,11 @@ def other_holders(containers, owner):
         key = (labels.get(LABELS["project"], ""), labels.get(LABELS["stack"], ""))
         if key == (owner["project"], owner["stack"]):
             continue
-        g = groups.setdefault(key, {"project": key[0], "stack": key[1], "model": labels.get(LABELS["model"], "?"),
-                                    "servedName": labels.get(LABELS["servedName"], "?"), "since": None, "containers": []})
+        g = groups.setdefault(key, {"project": key[0], "stack": key[1], "model": None, "servedName": None, "since": None,
+                                    "containers": []})
+        # The model is on every container, the served name on the endpoint proxy's (components/ownership.ts).
+        g["model"] = g["model"] or labels.get(LABELS["model"])
+        g["servedName"] = g["servedName"] or labels.get(LABELS["servedName"])
         g["containers"].append((c.get("Name") or "").lstrip("/"))
         created = c.get("Created") or ""
         if created and (g["since"] is None or created < g["since"]):
@@ -54,10 +57,11 @@ def refusal(host, owner, h):
     who = "stack %s" % h["stack"] if same else "stack %s of project %s" % (h["stack"], h["project"])
     fix = "pulumi destroy -s %s" % h["stack"]
     where = "" if same else " in project %s" % h["project"]
-    return ("%s: held by %s (model %s, served as %s) since %s (containers %s): run `%s`%s first to switch this host "
-            "to stack %s, or give stack %s other hosts"
-            % (host, who, h["model"], h["servedName"], since_text(h["since"]), ", ".join(sorted(h["containers"])),
-               fix, where, owner["stack"], owner["stack"]))
+    serving = "model %s" % (h["model"] or "unknown") + (", served as %s" % h["servedName"] if h["servedName"] else "")
+    return ("%s: held by %s (%s) since %s (containers %s): run `%s`%s first to switch this host to stack %s, "
+            "or give stack %s other hosts"
+            % (host, who, serving, since_text(h["since"]), ", ".join(sorted(h["containers"])), fix, where,
+               owner["stack"], owner["stack"]))
 
 
 def ownership_problems(host, owner, runner=None):

@@ -6,12 +6,13 @@ from unittest import mock
 
 from spark_vllm import ownership as own
 
-OURS = {"project": "spark-vllm", "stack": "qwen", "model": "Qwen/Qwen3.5-122B-A10B-FP8", "servedName": "qwen3.5-122b"}
+OURS = {"project": "spark-vllm", "stack": "qwen"}
 
 
-def container(name, project, stack, created, model="openai/gpt-oss-120b", served="gpt-oss"):
-    labels = {own.LABELS["project"]: project, own.LABELS["stack"]: stack, own.LABELS["model"]: model,
-              own.LABELS["servedName"]: served, "spark-vllm.role": "head"}
+def container(name, project, stack, created, model="openai/gpt-oss-120b", served=None):
+    labels = {own.LABELS["project"]: project, own.LABELS["stack"]: stack, own.LABELS["model"]: model, "spark-vllm.role": "head"}
+    if served:  # only the endpoint proxy carries the served name
+        labels[own.LABELS["servedName"]] = served
     return {"Name": "/" + name, "Created": created, "Config": {"Labels": labels}}
 
 
@@ -38,13 +39,17 @@ class Holders(unittest.TestCase):
 
     def test_another_stack_of_the_project_is_named_with_its_model_since_and_fix(self):
         run = docker([
-            container("spark-vllm.proxy", "spark-vllm", "gpt", "2026-12-01T04:12:30.5Z"),
+            container("spark-vllm.proxy", "spark-vllm", "gpt", "2026-12-01T04:12:30.5Z", served="gpt-oss"),
             container("spark-vllm-spark-a", "spark-vllm", "gpt", "2026-12-01T04:10:07.123456789Z"),
         ])
         [line] = own.ownership_problems("spark-a", OURS, run)
         self.assertEqual(line, "spark-a: held by stack gpt (model openai/gpt-oss-120b, served as gpt-oss) since "
                                "2026-12-01 04:10:07 UTC (containers spark-vllm-spark-a, spark-vllm.proxy): run "
                                "`pulumi destroy -s gpt` first to switch this host to stack qwen, or give stack qwen other hosts")
+
+    def test_without_the_proxy_the_served_name_is_left_out(self):
+        [line] = own.ownership_problems("h", OURS, docker([container("x", "spark-vllm", "gpt", "2026-12-01T00:00:00Z")]))
+        self.assertIn("held by stack gpt (model openai/gpt-oss-120b) since", line)
 
     def test_a_stack_of_another_project_names_the_project(self):
         run = docker([container("x", "other", "qwen", "2026-11-30T10:00:00Z")])
