@@ -7,7 +7,7 @@ import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
-import { Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
+import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
 
 export { containerName, toolsProgram };
 
@@ -191,6 +191,20 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Ow
 }
 
 export const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
+const servingResultFile = (spec: ClusterSpec) => `${spec.logDir}/serving-proof.json`;
+const weightsSourcePidFile = (spec: ClusterSpec) => `${spec.logDir}/weights-source.pid`;
+
+/**
+ * What a stack leaves under logDir once its processes are gone: the vLLM log and pid, the serving proof's figures (the
+ * next deploy's baseline), the head-then-copy server's pid, the proxy's directory. Removed when the helper program
+ * goes (destroy) and no container of the stack is left on the host, so a variant switch starts clean; kept on a
+ * program upgrade (the containers are there), so a running vLLM keeps its log and pid.
+ */
+function stackFiles(spec: ClusterSpec): string[] {
+    const { log, pidFile } = vllmFiles(spec);
+    const result = servingResultFile(spec);
+    return [log, pidFile, result, `${result}.tmp`, weightsSourcePidFile(spec), proxyDir(spec)];
+}
 
 function tools(spec: ClusterSpec, args: readonly string[]): string[] {
     return ["python3", toolsPath(spec), ...args];
@@ -223,7 +237,11 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, owner?
             // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
             `cat > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
         ]),
-        delete: `rm -f ${shq(toolsPath(spec))}`,
+        delete: owner ? script([
+            `rm -f ${shq(toolsPath(spec))}`,
+            `ids=$(${argvLine(["docker", "ps", "-aq", "--filter", `label=${OWNER_LABELS.project}=${owner.project}`, "--filter", `label=${OWNER_LABELS.stack}=${owner.stack}`])}) || exit 0`,
+            `[ -n "$ids" ] || rm -rf ${stackFiles(spec).map(shq).join(" ")}`,
+        ]) : `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
     };
 }
@@ -279,7 +297,7 @@ function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandP
 function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
     const head = spec.hosts[0];
-    const pidFile = `${spec.logDir}/weights-source.pid`;
+    const pidFile = weightsSourcePidFile(spec);
     const args = {
         host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort,
         workers: spec.hosts.slice(1).map(h => h.name), idleSeconds: COPY_IDLE_SECONDS, pidFile,
@@ -523,7 +541,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         maxTokens: spec.probes.servingMaxTokens,
         requestTimeoutSeconds: 120,
         warnDropFraction: spec.probes.servingDropWarnPercent / 100,
-        resultFile: `${spec.logDir}/serving-proof.json`,
+        resultFile: servingResultFile(spec),
     };
     // A bound for the whole load (each request also has its own): a healthy Spark streams 64 tokens in seconds.
     const servingSeconds = 900;

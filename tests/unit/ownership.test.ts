@@ -116,3 +116,29 @@ test("pull timeouts: an unknown image is sized as the largest published vLLM ima
     assert.equal(pullTimeoutMinutes("vllm/vllm-openai:latest"), 39);
     assert.ok(pullTimeoutMinutes("vllm/vllm-openai:latest@sha256:" + "ab".repeat(32)) >= PROVIDER_DEFAULT_PULL_MINUTES);
 });
+
+/** Runs the tools command's delete (as destroy does, last) with `docker ps` answering `running` ids; what is left. */
+function removeTools(running: string[]) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-owner-"));
+    const bin = path.join(dir, "bin"), log = path.join(dir, "log");
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, "docker"), `#!/bin/sh\necho "$@" >> ${dir}/calls\n${running.map(id => `echo ${id}`).join("\n")}\n`, { mode: 0o755 });
+    const plan = planCluster(parseSpec({ ...rawConfig(1), logDir: log }), "x", { owner });
+    fs.mkdirSync(path.join(log, "proxy"), { recursive: true });
+    for (const f of ["spark_vllm_tools.py", "vllm-serve.log", "vllm-serve.pid", "serving-proof.json", "proxy/nginx.conf"]) fs.writeFileSync(path.join(log, f), "x");
+    const r = spawnSync("bash", ["-c", plan.hosts[0].tools.delete!], { encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    const left = fs.readdirSync(log).sort();
+    const calls = fs.readFileSync(path.join(dir, "calls"), "utf8");
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { status: r.status, left, calls };
+}
+
+test("destroy leaves nothing of the stack under logDir once its containers are gone; an upgrade of the program keeps a live vLLM's log", () => {
+    const gone = removeTools([]);
+    assert.equal(gone.status, 0);
+    assert.deepEqual(gone.left, []);
+    assert.equal(gone.calls.trim(), "ps -aq --filter label=spark-vllm.project=spark-vllm --filter label=spark-vllm.stack=qwen");
+    const live = removeTools(["3f2a"]);
+    assert.equal(live.status, 0);
+    assert.deepEqual(live.left, ["proxy", "serving-proof.json", "vllm-serve.log", "vllm-serve.pid"], "only the program goes");
+});
