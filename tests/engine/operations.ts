@@ -113,7 +113,8 @@ export const OPENSSH = "/usr/bin/ssh";
  *   `agentSocketPath` or SSH_AUTH_SOCK (ssh.PublicKeysCallback(agent.Signers)); never ~/.ssh/id_*: OpenSSH would add
  *   those when no identity is given, so an identity is always given (the key, or a path that does not exist, which
  *   OpenSSH skips) and IdentityAgent names the agent or `none`;
- * - host keys per hostKeyOptions; ports and timeouts from the connection (perDialTimeout, default 15 s).
+ * - host keys per hostKeyOptions; ports and timeouts from the connection (perDialTimeout, default 15 s);
+ * - nothing of the client's own on stderr (Go's client prints nothing there).
  * A password cannot be given to OpenSSH in batch mode: the engine refuses it rather than pretend.
  */
 export function remoteSshArgv(conn: Connection, env: NodeJS.ProcessEnv, file: (name: string, content: string, mode?: number) => string = scratch): string[] {
@@ -121,7 +122,9 @@ export function remoteSshArgv(conn: Connection, env: NodeJS.ProcessEnv, file: (n
     const identity = conn.privateKey !== undefined ? file("id", conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`, 0o600)
         : path.join(path.dirname(file("none", "")), "no-identity");
     const agent = conn.agentSocketPath ?? env.SSH_AUTH_SOCK;
-    return [OPENSSH, "-F", "none", "-o", "BatchMode=yes", "-o", `ConnectTimeout=${conn.perDialTimeout ?? 15}`,
+    // LogLevel=ERROR: OpenSSH's own notices ("Warning: Permanently added … to the list of known hosts.") would land in
+    // the command's stderr, where Go's client writes nothing; errors (a host key mismatch) still show.
+    return [OPENSSH, "-F", "none", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", `ConnectTimeout=${conn.perDialTimeout ?? 15}`,
         "-o", `IdentityFile=${identity}`, "-o", "IdentitiesOnly=no", "-o", `IdentityAgent=${agent ?? "none"}`,
         ...hostKeyOptions(conn, file),
         "-p", String(conn.port ?? 22), "-l", conn.user ?? "root", "--", conn.host];

@@ -68,6 +68,8 @@ test("host keys: any without hostKey (nothing read or remembered); with it, only
     assert.deepEqual(pinned.get("hostkeyalgorithms"), ["ssh-ed25519"]);
     assert.equal(fs.readFileSync(pinned.get("userknownhostsfile")![0], "utf8"), `* ${key}\n`);
     assert.deepEqual(pinned.get("batchmode"), ["yes"]);
+    // No "Warning: Permanently added …" in a command's stderr: Go's client writes nothing of its own there.
+    assert.deepEqual(any.get("loglevel"), ["ERROR"]);
 });
 
 test("a password is refused, not silently ignored", () => {
