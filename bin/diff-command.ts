@@ -9,7 +9,7 @@ import { SpecError, parseSpec } from "../components/spec";
 import { argvLine } from "../components/scripts";
 import { COMMAND, CONTAINER, GATE, IMAGE, plannedResources } from "../components/resources";
 import { planResources, verdicts } from "../policies/offline";
-import { readStackFile } from "./plan-command";
+import { readStackFile, stackOwner } from "./plan-command";
 import { EXIT } from "./cli";
 
 const USAGE = "usage: spark-vllm diff --stack NAME --set key=value [--set key=value ...] [--json] [--dir DIR]\n" +
@@ -123,7 +123,7 @@ export async function diffCommand(args: string[]): Promise<number> {
     try {
         const raw = readStackFile(dir, stack);
         // The weights command reads the HF token from stdin only when the stack sets spark-vllm:hfToken.
-        const opts = { hfToken: raw.hfToken !== undefined };
+        const opts = { hfToken: raw.hfToken !== undefined, owner: stackOwner(dir, stack) };
         before = planCluster(parseSpec(raw), undefined, opts);
         after = planCluster(parseSpec(sets.reduce((r, [k, v]) => setPath(r, k, v), raw)), undefined, opts);
     } catch (err) {

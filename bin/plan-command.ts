@@ -69,6 +69,22 @@ export function readStackFile(dir: string, stack: string): Record<string, unknow
     return rawConfigFromStack(doc.config, { plainText: v => !encrypted(v) });
 }
 
+/**
+ * Whose resources the stack's plan describes, as the program sees it (pulumi.getProject(), pulumi.getStack()): the
+ * project is the `name` of Pulumi.yaml in `dir`; without one, this repository's project, spark-vllm. The owner is in
+ * container labels and commands (components/ownership.ts), so an offline plan without it would differ from `up`'s.
+ */
+export function stackOwner(dir: string, stack: string): { project: string; stack: string } {
+    let project = "spark-vllm";
+    try {
+        const doc = yaml.load(fs.readFileSync(path.join(dir, "Pulumi.yaml"), "utf8"));
+        if (isMapping(doc) && typeof doc.name === "string" && doc.name) project = doc.name;
+    } catch {
+        // no Pulumi.yaml here: the default above
+    }
+    return { project, stack };
+}
+
 /** Every command text of a plan that would not fit in one exec argument (spec.ts MAX_ARG_STRLEN), with where it is. */
 export function commandLengthProblems(plan: unknown): string[] {
     const problems: string[] = [];
@@ -193,7 +209,7 @@ function stackCommandArgs(command: string, usage: string, args: string[]): { sta
 /** The stack file's plan, or EXIT.config after printing the problems with the file's name. */
 function planFromStackFile(dir: string, stack: string): ClusterPlan | number {
     try {
-        const plan = planCluster(parseSpec(readStackFile(dir, stack)));
+        const plan = planCluster(parseSpec(readStackFile(dir, stack)), undefined, { owner: stackOwner(dir, stack) });
         const tooLong = commandLengthProblems(plan);
         if (tooLong.length) throw new SpecError(tooLong);
         return plan;

@@ -7,6 +7,7 @@ import { ResourceNames } from "./naming";
 import { Wiring } from "./wiring";
 import { IMAGE } from "./resources";
 import { SparkHost, lastJsonLine } from "./sparkHost";
+import { pullCustomTimeouts } from "./imagePull";
 
 /** @internal Built only by SparkCluster. */
 export interface ClusterImageArgs {
@@ -41,8 +42,9 @@ export class ClusterImage extends pulumi.ComponentResource {
                 this.identities.push(copy.stdout.apply(out => String(lastJsonLine(out).imageId ?? "")));
             } else {
                 const entry = wiring.entry(imageName, IMAGE);
+                // Sized from the image (components/imagePull.ts): the provider's own 20 minutes fail a slow first pull.
                 const pull = wiring.set(imageName, new docker.RemoteImage(imageName, entry.inputs,
-                    { parent: this, provider: hosts[i].provider, dependsOn: wiring.dependsOn(entry) }));
+                    { parent: this, provider: hosts[i].provider, dependsOn: wiring.dependsOn(entry), customTimeouts: pullCustomTimeouts(entry.inputs.name) }));
                 this.images.push(pull);
                 this.identities.push(pull.repoDigest);
             }

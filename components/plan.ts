@@ -8,6 +8,7 @@ import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
+import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
 
 export { containerName, toolsProgram };
 
@@ -158,13 +159,14 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
     return env;
 }
 
-function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): ContainerPlan {
+function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Owner): ContainerPlan {
     const sameDir = (p: string) => ({ hostPath: p, containerPath: p });
     return {
         name: containerName(host.name),
         image: spec.image.reference,
         platform: host.platform,
-        env: containerEnv(spec, host),
+        // The owner in every process docker exec starts there (components/ownership.ts).
+        env: [...containerEnv(spec, host), ...(owner ? [ownerEnv(owner)] : [])],
         mounts: [sameDir(spec.model.cacheDir), sameDir(spec.logDir)],
         devices: host.fabric.hcas.length > 0 ? [sameDir("/dev/infiniband")] : [],
         ulimits: [
@@ -187,11 +189,28 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role): Container
             ["spark-vllm.host", host.name],
             ["spark-vllm.role", role],
             ["spark-vllm.gpus", String(host.gpus)],
+            ...(owner ? ownerLabels(owner, spec) : []),
         ],
     };
 }
 
 export const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
+const servingResultFile = (spec: ClusterSpec) => `${spec.logDir}/serving-proof.json`;
+const weightsSourcePidFile = (spec: ClusterSpec) => `${spec.logDir}/weights-source.pid`;
+/** Which workers received which revision from the copy server (weights_source.py), so a re-run serves one that failed. */
+const weightsCopiedRecord = (spec: ClusterSpec) => `${spec.logDir}/weights-copied.json`;
+
+/**
+ * What a stack leaves under logDir once its processes are gone: the vLLM log and pid, the serving proof's figures (the
+ * next deploy's baseline), the head-then-copy server's pid, the proxy's directory. Removed when the helper program
+ * goes (destroy) and no container of the stack is left on the host, so a variant switch starts clean; kept on a
+ * program upgrade (the containers are there), so a running vLLM keeps its log and pid.
+ */
+function stackFiles(spec: ClusterSpec): string[] {
+    const { log, pidFile } = vllmFiles(spec);
+    const result = servingResultFile(spec);
+    return [log, pidFile, result, `${result}.tmp`, weightsSourcePidFile(spec), weightsCopiedRecord(spec), proxyDir(spec)];
+}
 
 function tools(spec: ClusterSpec, args: readonly string[]): string[] {
     return ["python3", toolsPath(spec), ...args];
@@ -228,7 +247,7 @@ const UNPACK_TOOLS = "import base64, sys, zlib; sys.stdout.buffer.write(zlib.dec
  * the program goes in under a name mktemp picks, then renamed over the old one (a planted file or link is replaced,
  * never written through).
  */
-function toolsInstall(spec: ClusterSpec, content: string, packed: string): ToolsInstall {
+function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed: string, owner?: Owner): ToolsInstall {
     const dir = shq(spec.logDir);
     const refuse = (why: string) => `{ echo ${shq(`spark-vllm: ${spec.logDir} `)}"${why}"${shq(`; remove it or set spark-vllm:logDir to a directory of your own`)} >&2; exit 1; }`;
     return {
@@ -242,20 +261,26 @@ function toolsInstall(spec: ClusterSpec, content: string, packed: string): Tools
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
-            `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
+            `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
         ]),
-        delete: `rm -f ${shq(toolsPath(spec))}`,
+        delete: owner ? script([
+            `rm -f ${shq(toolsPath(spec))}`,
+            `ids=$(${argvLine(["docker", "ps", "-aq", "--filter", `label=${OWNER_LABELS.project}=${owner.project}`, "--filter", `label=${OWNER_LABELS.stack}=${owner.stack}`])}) || exit 0`,
+            `[ -n "$ids" ] || rm -rf ${stackFiles(spec).map(shq).join(" ")}`,
+        ]) : `rm -f ${shq(toolsPath(spec))}`,
         timeoutSeconds: 30,
     };
 }
 
-function preflight(spec: ClusterSpec, host: HostSpec): CommandPlan {
+function preflight(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
     const args = {
         host: host.name,
         platform: host.platform,
         gpus: host.gpus,
         fabric: host.fabric,
         cacheDir: spec.model.cacheDir,
+        ...(owner ? { owner: ownerArgs(owner) } : {}),
     };
     return { create: withTimeout(60, argvLine(tools(spec, ["preflight", json(args)]))), timeoutSeconds: 60 };
 }
@@ -299,8 +324,8 @@ function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandP
 function weightsSource(spec: ClusterSpec): CommandPlan | undefined {
     if (spec.model.weights !== "head-then-copy" || spec.hosts.length < 2) return undefined;
     const head = spec.hosts[0];
-    const pidFile = `${spec.logDir}/weights-source.pid`;
-    const record = `${spec.logDir}/weights-copied.json`;
+    const pidFile = weightsSourcePidFile(spec);
+    const record = weightsCopiedRecord(spec);
     const args = {
         host: head.name, model: spec.model.id, cacheDir: spec.model.cacheDir, bind: head.fabric.address, port: spec.model.copyPort,
         workers: spec.hosts.slice(1).map(h => h.name), idleSeconds: COPY_IDLE_SECONDS, pidFile,
@@ -424,8 +449,9 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
  */
-function memoryGate(spec: ClusterSpec, host: HostSpec): CommandPlan {
-    const flush = { host: host.name, image: spec.image.reference };
+function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
+    // The throw-away container (when neither root nor sudo) carries the owner's labels too.
+    const flush = { host: host.name, image: spec.image.reference, ...(owner ? { labels: Object.fromEntries(ownerLabels(owner, spec)) } : {}) };
     const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
     return {
         create: script([
@@ -455,7 +481,9 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
 }
 
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
-export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean } = {}): ClusterPlan {
+export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean; owner?: Owner } = {}): ClusterPlan {
+    // The stack this cluster belongs to: labels on its containers, the env of its processes, the hosts' ownership check.
+    const owner = opts.owner;
     const headSpec = spec.hosts[0];
     const packedTools = packTools(toolsContent);
     const hosts: HostPlan[] = spec.hosts.map((host, i) => {
@@ -465,14 +493,14 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         return {
             host,
             role,
-            container: containerPlan(spec, host, role),
-            tools: toolsInstall(spec, toolsContent, packedTools),
-            preflight: preflight(spec, host),
+            container: containerPlan(spec, host, role, owner),
+            tools: toolsInstall(spec, host, toolsContent, packedTools, owner),
+            preflight: preflight(spec, host, owner),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(containerName(host.name), ray) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
-            memoryGate: memoryGate(spec, host),
+            memoryGate: memoryGate(spec, host, owner),
             ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
         };
     });
@@ -546,7 +574,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         maxTokens: spec.probes.servingMaxTokens,
         requestTimeoutSeconds: 120,
         warnDropFraction: spec.probes.servingDropWarnPercent / 100,
-        resultFile: `${spec.logDir}/serving-proof.json`,
+        resultFile: servingResultFile(spec),
     };
     // A bound for the whole load (each request also has its own): a healthy Spark streams 64 tokens in seconds.
     const servingSeconds = 900;
@@ -574,11 +602,16 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             ...(spec.endpoint.tls === "generated" ? { tls: proxyTls(spec) } : {}),
             ...(spec.endpoint.tls === "given" ? { tls: { ...proxyTls(spec), stdin: "tlsFiles" as const } } : {}),
             config: { ...proxyConfig(spec), stdin: "apiKey" },
-            container: proxyContainer(spec),
+            container: withOwnerLabels(proxyContainer(spec), owner ? proxyOwnerLabels(owner, spec) : []),
         },
         endpoint: `${scheme}://${headSpec.ssh.host}:${spec.vllm.port}/v1`,
         modelName: spec.model.servedName,
         vllmLog,
         vllmPidFile,
     };
+}
+
+/** The proxy's container with the owner's labels after its own. */
+function withOwnerLabels<C extends { labels: Array<{ label: string; value: string }> }>(c: C, labels: Array<[string, string]>): C {
+    return { ...c, labels: [...c.labels, ...labels.map(([label, value]) => ({ label, value }))] };
 }

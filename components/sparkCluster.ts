@@ -67,7 +67,9 @@ export class SparkCluster extends pulumi.ComponentResource {
 
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
-        const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined }));
+        // The stack it belongs to: on every container and process, and what each host's preflight checks (components/ownership.ts).
+        const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
+        const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
         const names = resourceNames(name);
         const wiring = new Wiring(plannedResources(plan, { cluster: name, apiKey: args.apiKey === undefined ? "generated" : "given", keepImage: args.keepImage }), args.sshPrivateKey);
         const parent = { parent: this };

@@ -8,10 +8,8 @@ import * as path from "path";
 import { shq } from "../../components/scripts";
 
 export interface Transport {
-    /** Environment for the local docker and ssh clients (PATH, ssh config for docker's ssh). */
+    /** Environment for the local docker client and its ssh (PATH, ssh config for docker's ssh); remote commands take only SSH_AUTH_SOCK from it. */
     env: NodeJS.ProcessEnv;
-    /** Extra arguments for ssh (e.g. ["-F", config]). */
-    sshArgs: string[];
     /** The one place the test bed lowers memlock: the machine's hard limit is below "unlimited". */
     memlockBytes?: number;
 }
@@ -67,10 +65,16 @@ export interface Connection {
     user?: string;
     port?: number;
     hostKey?: string;
+    /** The key's text (PEM or OpenSSH), as the provider's `privateKey` input. */
+    privateKey?: string;
+    /** The provider's `agentSocketPath`; default SSH_AUTH_SOCK. */
+    agentSocketPath?: string;
+    password?: string;
     dialErrorLimit?: number;
+    perDialTimeout?: number;
 }
 
-/** This process's scratch files (known_hosts for pinned keys, ssh wrappers), removed when it exits. */
+/** This process's scratch files (known_hosts for pinned keys, keys, ssh wrappers), removed when it exits. */
 let scratchDir: string | undefined;
 function scratch(name: string, content: string, mode = 0o644): string {
     if (!scratchDir) {
@@ -80,7 +84,7 @@ function scratch(name: string, content: string, mode = 0o644): string {
     }
     const file = path.join(scratchDir, crypto.createHash("sha256").update(content).digest("hex").slice(0, 16), name);
     if (!fs.existsSync(file)) {
-        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
         fs.writeFileSync(file, content, { mode });
     }
     return file;
@@ -91,26 +95,95 @@ function scratch(name: string, content: string, mode = 0o644): string {
  * `hostKey`, ssh.InsecureIgnoreHostKey() (any key, nothing remembered); with it, ssh.FixedHostKey(key) and
  * HostKeyAlgorithms = [its type]. Here with OpenSSH: no known_hosts but a file holding only that key, strictly.
  */
-function hostKeyOptions(conn: Connection): string[] {
+function hostKeyOptions(conn: Connection, file: (name: string, content: string) => string): string[] {
     if (conn.hostKey === undefined)
         return ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null"];
-    const knownHosts = scratch("known_hosts", `* ${conn.hostKey}\n`);
+    const knownHosts = file("known_hosts", `* ${conn.hostKey}\n`);
     return ["-o", "StrictHostKeyChecking=yes", "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "GlobalKnownHostsFile=/dev/null",
         "-o", `HostKeyAlgorithms=${conn.hostKey.split(" ")[0]}`];
 }
 
+/** The OpenSSH client itself, never a wrapper on the caller's PATH that adds a config (the sim's client-bin does). */
+export const OPENSSH = "/usr/bin/ssh";
+
 /**
- * Runs a command as @pulumi/command's remote.Command does: one SSH session, the text as the
- * session command, `environment` sent as SSH SetEnv (refused by a default sshd, as for real),
- * stdin piped. Fails as the provider fails, with the command text and both streams. `onLine` sees each line of
- * stdout and stderr while the command runs, as the provider logs them to the engine (pulumi/pulumi-command
+ * The `ssh` argv that behaves as @pulumi/command v1.2.1's Go client (golang.org/x/crypto/ssh, connection.go SSHConfig):
+ * - no ssh_config at all (`-F none`: Go's client reads none), so no Host aliases, no User/Port/IdentityFile from it;
+ * - authentication only from the connection: its `privateKey` (ssh.PublicKeys), then its `password`, then the agent at
+ *   `agentSocketPath` or SSH_AUTH_SOCK (ssh.PublicKeysCallback(agent.Signers)); never ~/.ssh/id_*: OpenSSH would add
+ *   those when no identity is given, so an identity is always given (the key, or a path that does not exist, which
+ *   OpenSSH skips) and IdentityAgent names the agent or `none`;
+ * - host keys per hostKeyOptions; ports and timeouts from the connection (perDialTimeout, default 15 s);
+ * - nothing of the client's own on stderr (Go's client prints nothing there).
+ * A password cannot be given to OpenSSH in batch mode: the engine refuses it rather than pretend.
+ */
+export function remoteSshArgv(conn: Connection, env: NodeJS.ProcessEnv, file: (name: string, content: string, mode?: number) => string = scratch): string[] {
+    if (conn.password !== undefined) throw new Error("the test engine cannot log in with a password (OpenSSH in batch mode); give a key or an agent");
+    const identity = conn.privateKey !== undefined ? file("id", conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`, 0o600)
+        : path.join(path.dirname(file("none", "")), "no-identity");
+    const agent = conn.agentSocketPath ?? env.SSH_AUTH_SOCK;
+    // LogLevel=ERROR: OpenSSH's own notices ("Warning: Permanently added … to the list of known hosts.") would land in
+    // the command's stderr, where Go's client writes nothing; errors (a host key mismatch) still show.
+    return [OPENSSH, "-F", "none", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", `ConnectTimeout=${conn.perDialTimeout ?? 15}`,
+        "-o", `IdentityFile=${identity}`, "-o", "IdentitiesOnly=no", "-o", `IdentityAgent=${agent ?? "none"}`,
+        ...hostKeyOptions(conn, file),
+        "-p", String(conn.port ?? 22), "-l", conn.user ?? "root", "--", conn.host];
+}
+
+/** The outputs @pulumi/command v1.2.1 puts back into the environment of an update's and a delete's session (util.PulumiCommandStdout/Stderr). */
+export const PREVIOUS_OUTPUT_ENV = { stdout: "PULUMI_COMMAND_STDOUT", stderr: "PULUMI_COMMAND_STDERR" } as const;
+
+/**
+ * The provider's warning when the sshd refuses one of them (pulumi-command v1.2.1 provider/pkg/provider/remote/
+ * commandOutputs.go logAndWrapSetenvErr, severity diag.Warning for these two; the command still runs). The Go raw string
+ * keeps the source's line breaks and tab indentation.
+ */
+export const setenvWarning = (key: string) =>
+    `Unable to set '${key}'. This only works if your SSH server is configured to accept\n\tthese variables via AcceptEnv. ` +
+    `Alternatively, if a Bash-like shell runs the command on the remote host, you could\n\tprefix the command itself with the variables in the form 'VAR=value command'`;
+
+/** A value as one OpenSSH config token: double-quoted, with `\\` and `"` escaped (misc.c argv_split). */
+export const configQuoted = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+/**
+ * Whether the host's sshd takes the previous-output variables. Go's session.Setenv asks for a reply (RFC 4254 6.4,
+ * want reply) and fails when refused; OpenSSH's SetEnv asks for none, so the engine asks the sshd once per host
+ * instead: sent, is it there? A default sshd_config accepts only `LANG LC_*` (Debian's AcceptEnv).
+ */
+const acceptsPreviousOutput = new Map<string, Promise<boolean>>();
+function sshdAccepts(t: Transport, conn: Connection): Promise<boolean> {
+    const key = `${conn.user ?? "root"}@${conn.host}:${conn.port ?? 22}`;
+    if (!acceptsPreviousOutput.has(key)) {
+        const [ssh, ...args] = remoteSshArgv(conn, t.env);
+        const at = args.indexOf("--");
+        acceptsPreviousOutput.set(key, exec([ssh, ...args.slice(0, at), "-o", `SetEnv=${PREVIOUS_OUTPUT_ENV.stdout}=probe`, ...args.slice(at),
+            `printenv ${PREVIOUS_OUTPUT_ENV.stdout}`], { env: t.env }).then(r => r.stdout.trim() === "probe"));
+    }
+    return acceptsPreviousOutput.get(key)!;
+}
+
+/**
+ * Runs a command as @pulumi/command's remote.Command does: one SSH session over the Go client's rules (remoteSshArgv),
+ * the text as the session command, `environment` sent as SSH SetEnv (dropped by a default sshd, as for real), stdin
+ * piped. On update and delete, `previous` is the resource's last stdout and stderr: each non-empty one is offered as
+ * PULUMI_COMMAND_STDOUT/STDERR (addPreviousOutputInEnv defaults to true), and a refusal is the provider's warning, in
+ * `warnings`. Fails as the provider fails, with the command text and both streams. `onLine` sees each line of stdout
+ * and stderr while the command runs, as the provider logs them to the engine (pulumi/pulumi-command
  * provider/pkg/provider/remote/commandOutputs.go: `util.CopyOutput(ctx, r, …, diag.Info)` during `session.Run`).
  */
-export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>, onLine?: (line: string) => void): Promise<Result> {
+export async function runRemote(t: Transport, conn: Connection, command: string, stdin?: string, environment?: Record<string, string>,
+    onLine?: (line: string) => void, previous?: { stdout?: string; stderr?: string }): Promise<Result & { warnings: string[] }> {
     const setEnv = Object.entries(environment ?? {}).flatMap(([k, v]) => ["-o", `SetEnv=${k}=${v}`]);
-    const argv = ["ssh", ...t.sshArgs, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", ...hostKeyOptions(conn), ...setEnv,
-        "-p", String(conn.port ?? 22), `${conn.user ?? "root"}@${conn.host}`, command];
-    return exec(argv, { env: t.env, stdin, onLine });
+    const offered = (["stdout", "stderr"] as const).filter(k => previous?.[k]).map(k => [PREVIOUS_OUTPUT_ENV[k], previous![k]!] as const);
+    const warnings: string[] = [];
+    if (offered.length) {
+        if (await sshdAccepts(t, conn)) setEnv.push(...offered.flatMap(([k, v]) => ["-o", `SetEnv=${k}=${configQuoted(v)}`]));
+        else warnings.push(...offered.map(([k]) => setenvWarning(k)));
+    }
+    const [ssh, ...args] = remoteSshArgv(conn, t.env);
+    const at = args.indexOf("--");
+    const r = await exec([ssh, ...args.slice(0, at), ...setEnv, ...args.slice(at), command], { env: t.env, stdin, onLine });
+    return { ...r, warnings };
 }
 
 /**

@@ -40,6 +40,9 @@ export interface Report {
     startedAt: number;
 }
 
+/** A provider's warning, where `pulumi up` shows it (engine.ts reads the child's "warning: " lines). */
+const warn = (warnings: string[]) => warnings.forEach(w => console.error(`warning: ${w}`));
+
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 function plain(value: any): any {
     if (Array.isArray(value)) return value.map(plain);
@@ -164,7 +167,9 @@ class Engine {
                 const text: string | undefined = kind === "update" ? inputs.update ?? inputs.create : inputs.create;
                 let outputs: Record<string, unknown> = { ...inputs, stdout: "", stderr: "" };
                 if (text) {
-                    const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment, line => this.emit({ kind: "line", name, line }));
+                    const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment, line => this.emit({ kind: "line", name, line }),
+                        kind === "update" ? old!.outputs as { stdout?: string; stderr?: string } : undefined);
+                    warn(r.warnings);
                     actions++;
                     if (r.code !== 0) throw dialError(inputs.connection, r) ?? commandError(text, r);
                     outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
@@ -182,7 +187,8 @@ class Engine {
         switch (e.type) {
             case "command:remote:Command": {
                 if (!e.inputs.delete) return 0;
-                const r = await runRemote(this.t, e.inputs.connection, e.inputs.delete, e.inputs.stdin, e.inputs.environment);
+                const r = await runRemote(this.t, e.inputs.connection, e.inputs.delete, e.inputs.stdin, e.inputs.environment, undefined, e.outputs as { stdout?: string; stderr?: string });
+                warn(r.warnings);
                 if (r.code !== 0) throw dialError(e.inputs.connection, r) ?? commandError(e.inputs.delete, r);
                 return 1;
             }

@@ -16,6 +16,8 @@ export interface RecordedResource {
     answeredBefore?: number;
     /** This registration's answer was the how-manieth (from 0): answered before X was requested iff `answeredAs < X.answeredBefore`. */
     answeredAs?: number;
+    /** Its customTimeouts as registered ("40m"), when any is set. */
+    customTimeouts?: { create: string; update: string; delete: string };
 }
 
 export interface Evaluation {

@@ -14,6 +14,8 @@ interface Recorded {
     dependencies?: string[];
     answeredBefore?: number;
     answeredAs?: number;
+    /** The resource's customTimeouts as the request carries them ("40m"), when any is set. */
+    customTimeouts?: { create: string; update: string; delete: string };
 }
 
 const resources: Recorded[] = [];
@@ -49,6 +51,8 @@ function unsecret(value: any): any {
 
 /** Resource name → its registration's dependencies (the request's list, which the mocks' newResource does not see). */
 const dependencies = new Map<string, string[]>();
+/** Resource name → its customTimeouts (also only in the request). */
+const timeouts = new Map<string, { create: string; update: string; delete: string }>();
 
 /** Records what each RegisterResource request tells the engine a resource depends on, then lets the mocks answer. */
 function watchDependencies(): void {
@@ -57,12 +61,15 @@ function watchDependencies(): void {
     monitor.registerResource = (req, cb) => {
         // A URN ends with ::<name>; names are unique in this program.
         dependencies.set(req.getName(), req.getDependenciesList().map(urn => urn.slice(urn.lastIndexOf("::") + 2)));
+        const t = req.getCustomtimeouts();
+        if (t && (t.getCreate() || t.getUpdate() || t.getDelete())) timeouts.set(req.getName(), { create: t.getCreate(), update: t.getUpdate(), delete: t.getDelete() });
         return register(req, cb);
     };
 }
 interface RegisterRequest {
     getName(): string;
     getDependenciesList(): string[];
+    getCustomtimeouts(): { getCreate(): string; getUpdate(): string; getDelete(): string } | undefined;
 }
 
 let delays: Record<string, number> = {};
@@ -110,7 +117,8 @@ async function main(): Promise<void> {
             afterMocks: watchDependencies,
             mocks: {
                 async newResource(args) {
-                    const recorded: Recorded = { type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider, dependencies: dependencies.get(args.name), answeredBefore: answered };
+                    const recorded: Recorded = { type: args.type, name: args.name, inputs: unsecret(args.inputs), provider: args.provider, dependencies: dependencies.get(args.name), answeredBefore: answered,
+                        ...(timeouts.has(args.name) ? { customTimeouts: timeouts.get(args.name) } : {}) };
                     resources.push(recorded);
                     if (delays[args.name]) await new Promise(r => setTimeout(r, delays[args.name]));
                     recorded.answeredAs = answered++;

@@ -33,8 +33,9 @@ export function simStack(sim: Sim, workDir: string, name: string, opts: SimStack
     return {
         name,
         statePath: path.join(workDir, `${name}.state.json`),
-        // The sim's ssh on PATH carries its config; its runtime caps memlock (tests/sim/README.md).
-        transport: { env: sim.env, sshArgs: [] },
+        // The docker CLI's ssh on PATH carries the sim's config (known_hosts), as an operator's ~/.ssh would for the
+        // Docker provider; remote commands read none of it, only the agent (tests/engine/operations.ts remoteSshArgv).
+        transport: { env: sim.env },
         config: {
             "spark-vllm:hosts": hosts,
             "spark-vllm:image": opts.image ?? sim.images[opts.tag ?? "0.17.1"],

@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { diffPlans, setPath } from "../../bin/diff-command";
+import { stackOwner } from "../../bin/plan-command";
 import { EXIT } from "../../bin/cli";
 import { COMMAND, CONTAINER, DOCKER_PROVIDER, GATE, plannedResources } from "../../components/resources";
 import { resourceNames } from "../../components/naming";
@@ -17,7 +18,8 @@ const ROOT = path.join(__dirname, "..", "..");
 const NS = "spark-vllm:";
 const raw = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.slice(NS.length), v]));
 const cfg = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [NS + k, v]));
-const planOf = (r: Record<string, unknown>) => planCluster(parseSpec(r));
+// As the program under mocks plans it (evaluate below): the stack's owner is in labels and commands (components/ownership.ts).
+const planOf = (r: Record<string, unknown>, stack = "spark") => planCluster(parseSpec(r), undefined, { owner: stackOwner(ROOT, stack) });
 const evaluations = new Map<string, Evaluation>();
 const evaluate = (stack: string, r: Record<string, unknown>, manifestOverrides?: Record<string, Record<string, number>>) => {
     const key = JSON.stringify([stack, r, manifestOverrides]);
@@ -33,7 +35,7 @@ for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "mode
     test(`Pulumi.${stack}.yaml${key ? ` with ${key} ${value}` : ""}: the program registers exactly the planned resources, inputs and trigger wiring`, () => {
         const r = key ? setPath(raw(stackConfig(stack)), key, value) : raw(stackConfig(stack));
         const recorded = evaluate(stack, r);
-        const planned = plannedResources(planOf(r));
+        const planned = plannedResources(planOf(r, stack));
         const registered = planned.filter(p => p.type !== GATE);
         assert.deepEqual(registered.map(p => p.name).sort(), [...recorded.keys()].sort());
         const gates = new Set(planned.filter(p => p.type === GATE).map(p => p.name));
@@ -125,7 +127,8 @@ const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
     ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
     ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
-    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
+    // The proxy carries the served name in its labels (components/ownership.ts): a rename replaces it too (seconds).
+    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), n.of("proxy"), ...GATES]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
         "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),

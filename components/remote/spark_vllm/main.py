@@ -2,6 +2,7 @@
 #
 #   python3 spark_vllm_tools.py SUBCOMMAND 'JSON ARGS'
 #
+#   host-owner         refuse a host another stack holds (before the helper program is installed)
 #   preflight          host facts (arch, GPU, Docker, fabric, HCAs, disk, memory); fails per problem
 #   image-transfer     on the head: copy the image to one worker over the fabric
 #   weights            put the model's weights in place (present, download, copy) and list them
@@ -26,6 +27,7 @@ from spark_vllm.compat import compat
 from spark_vllm.fabric import fabric_check
 from spark_vllm.images import image_transfer
 from spark_vllm.memory import flush_page_cache, memory_check
+from spark_vllm.ownership import host_owner
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
 from spark_vllm.rayenv import ray_env
@@ -36,6 +38,7 @@ from spark_vllm.weights_source import serve_weights
 
 # The usage line lists these in this order; the header above lists each (a test checks both).
 COMMANDS = {
+    "host-owner": host_owner,
     "preflight": preflight,
     "image-transfer": image_transfer,
     "weights": weights,

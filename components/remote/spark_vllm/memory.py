@@ -13,7 +13,7 @@ GIB = 1024 ** 3
 DROP = "sync; echo 3 > /proc/sys/vm/drop_caches"
 
 
-def flush_argv(image, euid, sudo_ok):
+def flush_argv(image, euid, sudo_ok, labels=None):
     """How to drop the page cache with the privilege at hand: as root directly; with passwordless sudo; else in a
     throw-away privileged container of the image already on the host (the SSH user is in the docker group, and
     /proc/sys is writable only in a privileged container). Our own containers stay unprivileged."""
@@ -21,14 +21,16 @@ def flush_argv(image, euid, sudo_ok):
         return ["sh", "-c", DROP]
     if sudo_ok:
         return ["sudo", "-n", "sh", "-c", DROP]
-    return ["docker", "run", "--rm", "--privileged", "--network", "none", "--entrypoint", "sh", image, "-c", DROP]
+    # It carries the stack's labels like every container of ours (ownership.py): another stack's preflight sees it.
+    owner = [a for k, v in sorted((labels or {}).items()) for a in ("--label", "%s=%s" % (k, v))]
+    return ["docker", "run", "--rm", "--privileged", "--network", "none"] + owner + ["--entrypoint", "sh", image, "-c", DROP]
 
 
 def flush_page_cache(args):
     """On the host: drops the page cache and says how."""
     sudo_ok = os.geteuid() != 0 and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0 \
         if _have("sudo") else False
-    argv = flush_argv(args["image"], os.geteuid(), sudo_ok)
+    argv = flush_argv(args["image"], os.geteuid(), sudo_ok, args.get("labels"))
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         fail(["%s: could not drop the page cache (%s): %s. Run `sync; echo 3 | sudo tee /proc/sys/vm/drop_caches` "

@@ -5,6 +5,7 @@ import platform
 import shutil
 
 from spark_vllm.common import fail, read_file, run, say
+from spark_vllm.ownership import ownership_problems
 
 PLATFORMS = {"aarch64": "linux/arm64", "arm64": "linux/arm64", "x86_64": "linux/amd64"}
 
@@ -164,6 +165,9 @@ def preflight(args):
                         % (host, docker_err, os.environ.get("USER", "the SSH user")))
     elif not nvidia_runtime:
         problems.append("%s: NVIDIA container runtime not found: install nvidia-container-toolkit" % host)
+    if docker_version is not None and args.get("owner"):
+        # Another stack's containers here: refused before anything of ours is pulled or created (ownership.py).
+        problems += ownership_problems(host, args["owner"])
     iface = iface_facts(fabric["interface"], fabric["address"])
     if not iface["exists"]:
         problems.append("%s: interface %s does not exist: check spark-vllm:hosts[].fabric.interface (ip -br link)"

@@ -23,7 +23,7 @@ class Dispatch(unittest.TestCase):
             with redirect_stderr(err), self.assertRaises(SystemExit) as e:
                 main.main(argv)
             self.assertEqual(e.exception.code, 1)
-            self.assertEqual(err.getvalue(), "usage: spark_vllm_tools.py preflight|image-transfer|weights|serve-weights|"
+            self.assertEqual(err.getvalue(), "usage: spark_vllm_tools.py host-owner|preflight|image-transfer|weights|serve-weights|"
                                              "fabric-check|compat|flush-page-cache|memory-check|ray-probe|ray-env|endpoint-probe|serving-proof|host-status 'JSON'\n")
 
     def test_the_table_calls_the_subcommand_with_its_json(self):

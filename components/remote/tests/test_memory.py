@@ -15,6 +15,12 @@ class Flush(unittest.TestCase):
         self.assertEqual(argv[:4], ["docker", "run", "--rm", "--privileged"])
         self.assertEqual(argv[-3:], ["img@sha256:x", "-c", DROP])
 
+    def test_the_throw_away_container_carries_the_stacks_labels(self):
+        argv = flush_argv("img@sha256:x", 1000, False, {"spark-vllm.stack": "a", "spark-vllm.project": "p"})
+        self.assertEqual(argv[argv.index("--network") + 2:argv.index("--entrypoint")],
+                         ["--label", "spark-vllm.project=p", "--label", "spark-vllm.stack=a"])
+        self.assertEqual(argv[-3:], ["img@sha256:x", "-c", DROP])
+
 
 class Verdict(unittest.TestCase):
     def test_vllms_arithmetic_utilization_times_total(self):
