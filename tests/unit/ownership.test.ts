@@ -69,7 +69,7 @@ esac
     const raw = { ...rawConfig(1), logDir: path.join(dir, "log") };
     const plan = planCluster(parseSpec(raw), toolsProgram(), { owner: { project: "spark-vllm", stack } });
     const r = spawnSync("bash", ["-c", plan.hosts[0].tools.create], {
-        input: plan.hosts[0].tools.content, encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        input: plan.hosts[0].tools.packed, encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
     });
     const installed = fs.existsSync(toolsPath(plan.spec));
     const leftovers = fs.existsSync(raw.logDir) ? fs.readdirSync(raw.logDir) : [];
