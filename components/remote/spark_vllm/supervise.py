@@ -28,6 +28,8 @@ from spark_vllm.probes import process_state
 
 MAX_FAILURES = 5
 BACKOFF_SECONDS = (5, 300)
+# After a relaunch, how long a process may take to show up before it counts as dead again.
+RELAUNCH_GRACE_SECONDS = 10
 # Lines about a record that waits (its gate, another record) are repeated at most this often.
 WAIT_SAY_EVERY = 30
 
@@ -234,6 +236,8 @@ class Supervisor:
         if not self.marked(name, "proven", digest) or self.marked(name, "failed", digest):
             return
         if st["relaunched"] is not None:
+            if now - st["relaunched"] < RELAUNCH_GRACE_SECONDS:
+                return
             st["relaunched"] = None
             st["failures"] += 1
             if st["failures"] >= MAX_FAILURES:
