@@ -75,3 +75,36 @@ export function installApiKey(file: string = API_KEY_FILE): string[] {
 export function withoutLock(argv: readonly string[]): string {
     return `${argvLine(argv)} < /dev/null ${LOCK_FD}>&-`;
 }
+
+/**
+ * Idempotent by content (issue 14): bash lines that end the launch with success, keeping what runs, when the record
+ * of the running launch is byte for byte the one this launch would write, its process runs (and, with healthUrl,
+ * answers 200), and the secret it was started with is the one on stdin now. Otherwise the launch goes on and
+ * replaces it. `create` runs again on an update (a new SSH key or connection, @pulumi/command v1.2.1
+ * commandController.go Update) or a retry: an identical server is not restarted for that.
+ */
+export function keepIfSame(record: LaunchRecord, opts: { dir?: string; secret?: { variable: string; file: string }; running: string }): string[] {
+    const dir = opts.dir ?? RECORDS_DIR;
+    const file = shq(`${dir}/${record.name}.json`);
+    const checks = [
+        `[ -f ${file} ]`,
+        `[ "$(cat ${file})" = ${shq(JSON.stringify(record))} ]`,
+        `[ ! -f ${shq(`${dir}/${record.name}.failed`)} ]`,
+        `{ ${opts.running}; }`,
+        ...(opts.secret ? [`[ "$(cat ${shq(opts.secret.file)} 2>/dev/null)" = "$${opts.secret.variable}" ]`] : []),
+        ...(record.healthUrl ? [`python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' ${shq(record.healthUrl)} >/dev/null 2>&1`] : []),
+    ];
+    return [`if ${checks.join(" && ")}; then echo ${shq(`spark-vllm: ${record.name} already runs as this launch declares it; kept`)}; exit 0; fi`];
+}
+
+/** Shell test: the process a "PID STARTTIME" file names still runs, not a zombie (as probes.py process_state). */
+export function pidFileRunning(pidFile: string): string {
+    const pf = shq(pidFile);
+    // After the last ")": field 3, the state (a zombie has exited), then field 22, the start time (proc(5)).
+    return `read -r kpid kstarted 2>/dev/null < ${pf} && [ -n "$kstarted" ] && kstat=$(sed 's/.*) //' /proc/"$kpid"/stat 2>/dev/null) && [ "\${kstat%% *}" != Z ] && [ "$(echo "$kstat" | cut -d' ' -f20)" = "$kstarted" ]`;
+}
+
+/** Shell test: a process with this command name runs (/proc/PID/comm; Ray's daemons). */
+export function commRunning(name: string): string {
+    return `grep -qsx ${shq(name)} /proc/[0-9]*/comm`;
+}

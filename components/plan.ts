@@ -7,7 +7,7 @@ import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
-import { API_KEY_FILE, LaunchRecord, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
+import { API_KEY_FILE, LaunchRecord, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
 
 export { containerName, toolsProgram };
 
@@ -330,7 +330,12 @@ function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: R
     };
     return {
         create: withTimeout(180, dockerExecScript(container, script([
-            "set -e", ...lockRecords(), ...removeRecord("ray"), ...installRayToken(),
+            "set -e", ...lockRecords(),
+            `old_token=$(cat ${shq(RAY_TOKEN_FILE)} 2>/dev/null || true)`,
+            ...installRayToken(),
+            // Idempotent by content: the same Ray, running, with the same token, is kept (components/launches.ts).
+            ...keepIfSame(record, { running: commRunning(record.process!), secret: { variable: "old_token", file: RAY_TOKEN_FILE } }),
+            ...removeRecord("ray"),
             "ray stop --force >/dev/null 2>&1 || true",
             // `ray start` leaves daemons behind: they must not hold docker exec's stdin, nor the lock.
             withoutLock(argv),
@@ -408,8 +413,10 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
     const body = script([
         "set -e",
         ...lockRecords(),
+        ...(serves ? [`old_key=$(cat ${API_KEY_FILE} 2>/dev/null || true)`, ...installApiKey()] : []),
+        // Idempotent by content: the same vLLM, running and healthy, with the same key, is kept (components/launches.ts).
+        ...keepIfSame(record, { running: pidFileRunning(pidFile), ...(serves ? { secret: { variable: "old_key", file: API_KEY_FILE } } : {}) }),
         ...removeRecord("vllm"),
-        ...(serves ? installApiKey() : []),
         // vLLM would copy VLLM_API_KEY to every Ray worker: list it in vLLM's non-carry-over file first (rayAuth.ts).
         ...(serves && ray ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: RAY_NON_CARRY_OVER })]))] : []),
         ...stop,

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { plannedResources, CONTAINER } from "../../components/resources";
-import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, lockRecords, removeRecord, writeRecord } from "../../components/launches";
+import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, pidFileRunning, removeRecord, writeRecord } from "../../components/launches";
 import { script } from "../../components/scripts";
 import { rawConfig } from "../fixtures";
 
@@ -56,8 +56,8 @@ test("the records: the exact argv, in order (Ray, then vLLM once every node is b
     assert.equal(gate.argv[2], "ray-probe");
     assert.deepEqual(JSON.parse(gate.argv[3]).nodes.map((n: { address: string }) => n.address), ["198.18.1.2", "198.18.1.3"]);
     // Written after the process started, so the supervisor never races a first start.
-    assert.ok(p.vllmLaunch.create.indexOf("setsid vllm serve") < p.vllmLaunch.create.indexOf('"name":"vllm"'));
-    assert.ok(p.hosts[1].rayLaunch!.create.indexOf("\nray start ") < p.hosts[1].rayLaunch!.create.indexOf('"name":"ray"'));
+    assert.ok(p.vllmLaunch.create.indexOf("setsid vllm serve") < p.vllmLaunch.create.lastIndexOf('"name":"vllm"'));
+    assert.ok(p.hosts[1].rayLaunch!.create.indexOf("\nray start ") < p.hosts[1].rayLaunch!.create.lastIndexOf('"name":"ray"'));
     // Deletes remove the record before they stop anything.
     assert.ok(p.vllmLaunch.delete!.indexOf("vllm.json") < p.vllmLaunch.delete!.indexOf("kill -TERM"));
     assert.ok(p.hosts[0].rayLaunch!.delete!.indexOf("ray.json") < p.hosts[0].rayLaunch!.delete!.indexOf("ray stop --force"));
@@ -106,4 +106,49 @@ test("records, lock and API key file behave in bash as the supervisor reads them
     assert.equal(fs.readFileSync(keyFile, "utf8"), "sk-test\n");
     assert.equal((fs.statSync(keyFile).mode & 0o777).toString(8), "600");
     assert.notEqual(bash(script(installApiKey(keyFile)), "").status, 0, "no key on stdin is refused");
+});
+
+test("idempotent by content: the same launch, running, with the same secret, is kept; any difference replaces it", () => {
+    const dir = tmp();
+    const pidFile = path.join(dir, "vllm.pid");
+    const keyFile = path.join(dir, "api_key");
+    const rec: LaunchRecord = { name: "vllm", argv: ["vllm", "serve", "m"], log: path.join(dir, "log"), pidFile };
+    const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+        const started = fs.readFileSync(`/proc/${sleeper.pid}/stat`, "utf8").replace(/.*\) /s, "").split(" ")[19];
+        fs.writeFileSync(pidFile, `${sleeper.pid} ${started}\n`);
+        fs.writeFileSync(keyFile, "sk-1\n");
+        assert.equal(bash(script(writeRecord(rec, dir))).status, 0);
+        const launch = (r: LaunchRecord, key: string) => bash(script([
+            "set -e", `old_key=$(cat ${keyFile} 2>/dev/null || true)`, ...installApiKey(keyFile),
+            ...keepIfSame(r, { dir, running: pidFileRunning(pidFile), secret: { variable: "old_key", file: keyFile } }),
+            "echo replaced",
+        ]), `${key}\n`);
+        const same = launch(rec, "sk-1");
+        assert.equal(same.status, 0, same.stderr);
+        assert.match(same.stdout, /vllm already runs as this launch declares it; kept/);
+        assert.doesNotMatch(same.stdout, /replaced/);
+        assert.match(launch({ ...rec, argv: ["vllm", "serve", "other"] }, "sk-1").stdout, /^replaced$/m, "another argv is replaced");
+        assert.match(launch(rec, "sk-2").stdout, /^replaced$/m, "another key is replaced");
+        fs.writeFileSync(keyFile, "sk-1\n");
+        fs.writeFileSync(path.join(dir, "vllm.failed"), "x\n");
+        assert.match(launch(rec, "sk-1").stdout, /^replaced$/m, "a launch the supervisor gave up on is replaced");
+        fs.rmSync(path.join(dir, "vllm.failed"));
+        sleeper.kill("SIGKILL");
+        spawnSync("sleep", ["0.2"]);
+        assert.match(launch(rec, "sk-1").stdout, /^replaced$/m, "a dead process is replaced");
+    } finally {
+        sleeper.kill("SIGKILL");
+    }
+});
+
+test("the launches check for an identical running launch before they stop anything", () => {
+    const p = plan(2);
+    const vllm = p.vllmLaunch.create;
+    assert.ok(vllm.indexOf("already runs as this launch declares it") < vllm.indexOf("vllm.json /"), "before the old record goes");
+    assert.ok(vllm.indexOf("already runs as this launch declares it") < vllm.indexOf("kill -TERM"));
+    assert.match(vllm, /urlopen\(sys\.argv\[1\], timeout=5\)'"'"' http:\/\/127\.0\.0\.1:8001\/health/);
+    const ray = p.hosts[1].rayLaunch!.create;
+    assert.ok(ray.indexOf("already runs as this launch declares it") < ray.indexOf("ray stop --force"));
+    assert.match(ray, /grep -qsx raylet \/proc\/\[0-9\]\*\/comm/);
 });
