@@ -8,6 +8,7 @@
 //   --only evaluate [--hosts 64,256] [--runs N] [--modes js,ts-node]  only program evaluation as `pulumi preview`
 //                                 runs it, through @pulumi/pulumi's cmd/run and a test gRPC engine (issue 17): no root, no sim
 //   --only cli                    only the CLI cold start (plan/diff/diagnose; builds dist/ first): no root, no sim
+//   --only recovery [--runs N]    only recovery without `up` (bench/recovery.ts): root, one sim per run, minutes each
 //
 // Every figure is the median of several runs with min and max; results.json also holds each run.
 // Between scenarios the stack is destroyed, the hosts are checked for leftovers and faults are
@@ -23,6 +24,7 @@ import { CriticalPath, Row, criticalPath, fingerprint, fmt, machine, markdown, r
 import { EVAL_MODES, EvalMode, Evaluation, compileProgram, evaluateOnce } from "./evaluate";
 import { diagnoseBench } from "./diagnose";
 import { CLI_COMMANDS, CliMode, CliRun, buildDist, cliOnce } from "./cli";
+import { recoveryBench } from "./recovery";
 import { resourceNames } from "../components/naming";
 
 const N = resourceNames();
@@ -431,7 +433,9 @@ function describe(src: ReturnType<typeof source>): string {
 async function main(): Promise<void> {
     if (ONLY !== undefined) {
         if (ONLY === "evaluate" || ONLY === "cli") return alone(ONLY);
-        if (ONLY !== "diagnose") throw new Error(`--only ${ONLY}: the benches that run alone are: diagnose, evaluate, cli`);
+        if (ONLY === "recovery")
+            return recoveryBench({ runs: runsArg >= 0 ? P.evalRuns : 1, outDir: outArg >= 0 ? path.resolve(argv[outArg + 1]) : undefined, command: `npm run bench -- ${argv.join(" ")}` });
+        if (ONLY !== "diagnose") throw new Error(`--only ${ONLY}: the benches that run alone are: diagnose, evaluate, cli, recovery`);
         return diagnoseBench({ quick: QUICK, outDir: outArg >= 0 ? path.resolve(argv[outArg + 1]) : undefined });
     }
     if (process.getuid?.() !== 0) throw new Error("the bench needs root for the simulated hosts (network namespaces, dockerd, sshd)");

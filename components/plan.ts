@@ -9,6 +9,7 @@ import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
+import { API_KEY_FILE, LaunchRecord, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
 
 export { containerName, toolsProgram };
 
@@ -181,10 +182,9 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Ow
         ipcMode: "host",
         gpus: "all",
         init: true,
-        // An idle main process: Ray and vLLM are started by docker exec, so each has its own
-        // lifecycle (and resource) while the container only holds the environment and devices.
-        entrypoint: ["sleep"],
-        command: ["infinity"],
+        // The main process is the supervisor (components/launches.ts): Ray and vLLM are started by docker exec, each
+        // its own declared command, and the supervisor runs them again from their records after a reboot or a crash.
+        ...supervisorEntrypoint(toolsPath(spec)),
         labels: [
             ["spark-vllm.host", host.name],
             ["spark-vllm.role", role],
@@ -368,20 +368,37 @@ function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostS
 /**
  * Starts Ray in a host's container. The cluster's token comes on stdin and goes into a private file in the container
  * before `ray start` (rayAuth.ts), which the container's RAY_AUTH_MODE/RAY_AUTH_TOKEN_PATH point every Ray process at.
+ * Under the records' lock: the old record goes, a Ray left by a failed earlier `up` is stopped (create is repeatable),
+ * Ray starts, and the record the supervisor relaunches from is written (components/launches.ts).
  */
-function rayLaunch(container: string, argv: string[]): CommandPlan {
+function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: Role): CommandPlan {
     const stop = ifContainerRunning(container, withTimeout(60, dockerExecScript(container, script([
-        "ray stop --force", `rm -f ${shq(RAY_TOKEN_FILE)}`]))));
+        ...lockRecords(), ...removeRecord("ray"), "ray stop --force", `rm -f ${shq(RAY_TOKEN_FILE)}`]))));
+    const head = spec.hosts[0].fabric.address;
+    const record: LaunchRecord = {
+        name: "ray", argv, log: `${spec.logDir}/ray-start.log`,
+        // The daemon whose absence means Ray is down here: the head's GCS, a worker's raylet (the executables
+        // GCS_SERVER_EXECUTABLE and RAYLET_EXECUTABLE, ray-project/ray python/ray/_private/services.py).
+        process: role === "head" ? "gcs_server" : "raylet",
+        before: [["ray", "stop", "--force"]],
+        ...(role === "worker" ? { gate: { tcp: `${head}:${spec.ray.port}` } } : {}),
+    };
     return {
-        // A failed earlier `up` may have left Ray running: stop it first so create is repeatable.
-        create: script([
-            `${withTimeout(60, dockerExec(container, ["ray", "stop", "--force"]))} >/dev/null 2>&1 || true`,
-            // `ray start` leaves daemons behind: they must not hold docker exec's stdin.
-            withTimeout(120, dockerExecScript(container, script(["set -e", ...installRayToken(), `exec ${argvLine(argv)} < /dev/null`]), { stdin: true })),
-        ]),
+        create: withTimeout(180, dockerExecScript(container, script([
+            "set -e", ...lockRecords(),
+            `old_token=$(cat ${shq(RAY_TOKEN_FILE)} 2>/dev/null || true)`,
+            ...installRayToken(),
+            // Idempotent by content: the same Ray, running, with the same token, is kept (components/launches.ts).
+            ...keepIfSame(record, { running: commRunning(record.process!), secret: { variable: "old_token", file: RAY_TOKEN_FILE } }),
+            ...removeRecord("ray"),
+            "ray stop --force >/dev/null 2>&1 || true",
+            // `ray start` leaves daemons behind: they must not hold docker exec's stdin, nor the lock.
+            withoutLock(argv),
+            ...writeRecord(record),
+        ]), { stdin: true })),
         delete: stop,
         stdin: "rayToken",
-        timeoutSeconds: 120,
+        timeoutSeconds: 180,
     };
 }
 
@@ -416,29 +433,56 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
     ];
 }
 
+/** The Ray probe's arguments: every host's node and GPUs joined the head within timeoutSeconds. */
+function rayProbeArgs(spec: ClusterSpec, timeoutSeconds: number) {
+    const head = spec.hosts[0];
+    return {
+        address: `${head.fabric.address}:${spec.ray.port}`,
+        nodes: spec.hosts.map(h => ({ name: h.name, address: h.fabric.address, gpus: h.gpus })),
+        gpus: spec.hosts.reduce((n, h) => n + h.gpus, 0),
+        timeoutSeconds,
+        intervalSeconds: spec.probes.intervalSeconds,
+    };
+}
+
 const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-serve.log`, pidFile: `${spec.logDir}/vllm-serve.pid` });
 
 /**
  * Starts `vllm serve` detached in a host's container. The head's reads the API key from stdin (never in command
- * text, diffs or errors); an mp worker's is headless and serves no API. A failed earlier `up` may have left a
- * server running: it is stopped first, so the port is free and create is repeatable.
+ * text, diffs or errors) into a 0600 file in the container, which a relaunch reads it from; an mp worker's is headless
+ * and serves no API. Under the records' lock: the old record goes, a server left by a failed earlier `up` is stopped
+ * (the port is free and create is repeatable), vLLM starts, and the record is written (components/launches.ts).
  */
 function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: boolean): CommandPlan {
     const { log, pidFile } = vllmFiles(spec);
     const container = containerName(host.name);
     const stop = stopByPidFile(pidFile, 60);
+    const ray = spec.vllm.backend === "ray";
+    const record: LaunchRecord = {
+        name: "vllm", argv, log, pidFile,
+        ...(serves ? { secretEnv: { VLLM_API_KEY: API_KEY_FILE } } : {}),
+        ...(ray ? { after: ["ray" as const], gate: { argv: tools(spec, ["ray-probe", json(rayProbeArgs(spec, 10))]), timeoutSeconds: 40 } } : {}),
+        // /health answers without the API key (vLLM guards only /v1, /v2, /inference: DESIGN.md, vLLM security guide).
+        ...(serves ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : { provenAfterSeconds: 60 }),
+    };
     const body = script([
         "set -e",
-        ...(serves ? ["IFS= read -r VLLM_API_KEY", "export VLLM_API_KEY"] : []),
+        ...lockRecords(),
+        ...(serves ? [`old_key=$(cat ${API_KEY_FILE} 2>/dev/null || true)`, ...installApiKey()] : []),
+        // Idempotent by content: the same vLLM, running and healthy, with the same key, is kept (components/launches.ts).
+        ...keepIfSame(record, { running: pidFileRunning(pidFile), ...(serves ? { secret: { variable: "old_key", file: API_KEY_FILE } } : {}) }),
+        ...removeRecord("vllm"),
         // vLLM would copy VLLM_API_KEY to every Ray worker: list it in vLLM's non-carry-over file first (rayAuth.ts).
-        ...(serves && spec.vllm.backend === "ray" ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: RAY_NON_CARRY_OVER })]))] : []),
+        ...(serves && ray ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: RAY_NON_CARRY_OVER })]))] : []),
         ...stop,
         ...detachedLaunch(argv, log, pidFile),
+        ...writeRecord(record),
         `echo "vllm serve started, pid ${pidFromFile(pidFile)}, log ${shq(log)} on ${shq(host.name)}"`,
     ]);
     return {
         create: withTimeout(90, dockerExecScript(container, body, { stdin: serves })),
-        delete: ifContainerRunning(container, withTimeout(90, dockerExecScript(container, script(stop)))),
+        delete: ifContainerRunning(container, withTimeout(90, dockerExecScript(container, script([
+            ...lockRecords(), ...removeRecord("vllm"), ...stop, ...(serves ? [`rm -f ${API_KEY_FILE}`] : [])])))),
         ...(serves ? { stdin: "apiKey" as const } : {}),
         timeoutSeconds: 90,
     };
@@ -498,7 +542,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             preflight: preflight(spec, host, owner),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
-            ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(containerName(host.name), ray) } : {}),
+            ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(spec, containerName(host.name), ray, role) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
             memoryGate: memoryGate(spec, host, owner),
             ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
@@ -506,17 +550,9 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
     });
     const head = hosts[0];
     const headContainer = head.container.name;
-    const totalGpus = spec.hosts.reduce((n, h) => n + h.gpus, 0);
 
-    const rayProbeArgs = {
-        address: `${headSpec.fabric.address}:${spec.ray.port}`,
-        nodes: spec.hosts.map(h => ({ name: h.name, address: h.fabric.address, gpus: h.gpus })),
-        gpus: totalGpus,
-        timeoutSeconds: spec.probes.rayTimeoutSeconds,
-        intervalSeconds: spec.probes.intervalSeconds,
-    };
     const rayProbe: CommandPlan | undefined = spec.vllm.backend !== "ray" ? undefined : {
-        create: withTimeout(spec.probes.rayTimeoutSeconds + 30, dockerExec(headContainer, tools(spec, ["ray-probe", json(rayProbeArgs)]))),
+        create: withTimeout(spec.probes.rayTimeoutSeconds + 30, dockerExec(headContainer, tools(spec, ["ray-probe", json(rayProbeArgs(spec, spec.probes.rayTimeoutSeconds))]))),
         timeoutSeconds: spec.probes.rayTimeoutSeconds + 30,
     };
 

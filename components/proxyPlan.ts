@@ -238,7 +238,8 @@ export function proxyContainer(spec: ClusterSpec) {
         networkMode: "host",
         mounts: [{ type: "bind", source: proxyDir(spec), target: PROXY_MOUNT, readOnly: true }],
         labels: [{ label: "spark-vllm.role", value: "proxy" }],
-        restart: "no",
+        // nginx comes back with the head's dockerd after a reboot (components/launches.ts cites Docker's policy).
+        restart: "unless-stopped",
         mustRun: true,
         destroyGraceSeconds: 10,
     };

@@ -103,7 +103,10 @@ export function containerInputs(c: ContainerPlan, image: string) {
         devices: c.devices,
         mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
         labels: c.labels.map(([label, value]) => ({ label, value })),
-        restart: "no",
+        // Started again when the host's dockerd starts (a reboot), unless someone stopped it; its main process, the
+        // supervisor, then relaunches Ray and vLLM (components/launches.ts). Updates in place (DESIGN.md, "Facts learned
+        // from real sources": init, restart, mustRun, destroyGraceSeconds update in place).
+        restart: "unless-stopped",
         mustRun: true,
         // Ray and vLLM run under docker exec; stop them quickly when the container goes.
         destroyGraceSeconds: 30,

@@ -45,6 +45,8 @@ test("serving figures after up; status: healthy (0), vLLM killed (5, its host na
 
         const pid = (await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "cut", "-d", " ", "-f1", "/var/tmp/spark-vllm/vllm-serve.pid"])).stdout.trim();
         assert.match(pid, /^[0-9]+$/);
+        // The container's supervisor would relaunch it (components/launches.ts): without its record, nothing does.
+        await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "rm", "-f", "/var/lib/spark-vllm/launches/vllm.json"]);
         await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "kill", "-KILL", pid]);
         const degraded = status();
         assert.equal(degraded.code, 5);

@@ -1,5 +1,5 @@
-// Manual use: node --import tsx tests/sim/cli.ts up [--hosts N] | down | status
-import { simStatus, startSim, stopSim } from "./hosts";
+// Manual use: node --import tsx tests/sim/cli.ts up [--hosts N] | down | status | reboot HOST [--down-seconds N]
+import { rebootSimHost, simStatus, startSim, stopSim } from "./hosts";
 
 async function main(): Promise<void> {
     const [cmd, ...rest] = process.argv.slice(2);
@@ -24,10 +24,13 @@ async function main(): Promise<void> {
             `# tear down: node --import tsx tests/sim/cli.ts down\n`);
     } else if (cmd === "down") {
         await stopSim(log);
+    } else if (cmd === "reboot" && rest[0]) {
+        const i = rest.indexOf("--down-seconds");
+        await rebootSimHost(rest[0], { log, ...(i >= 0 ? { downSeconds: Number(rest[i + 1]) } : {}) });
     } else if (cmd === "status") {
         process.stdout.write(JSON.stringify(await simStatus(), null, 2) + "\n");
     } else {
-        process.stderr.write("usage: node --import tsx tests/sim/cli.ts up [--hosts N] [--force] | down | status\n");
+        process.stderr.write("usage: node --import tsx tests/sim/cli.ts up [--hosts N] [--force] | down | status | reboot HOST [--down-seconds N]\n");
         process.exit(2);
     }
 }

@@ -123,6 +123,11 @@ export interface Sim {
     setFaults(host: string, faults: object | null): Promise<void>;
     /** Takes the host's link down (ssh/docker/fabric unreachable; processes keep running) or back up. */
     setHostDown(host: string, down: boolean): Promise<void>;
+    /**
+     * Power-cycles a host (rebootSimHost): every process of it killed at once, /run emptied, down for downSeconds,
+     * then its sshd and dockerd started again. Resolves once sshd answers; Docker then starts what its policies say.
+     */
+    reboot(host: string, opts?: { downSeconds?: number }): Promise<void>;
     /** Runs bash -c cmd directly inside the host's namespaces (console access: works while down). */
     exec(host: string, cmd: string, opts?: ExecOptions): Promise<RunResult>;
     /** Runs cmd over real ssh (as root@address, with the sim's ssh config). */
@@ -761,6 +766,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
                 }
                 if (!down) await waitFor(`${h.name} reachable`, () => tcpOpen(h.address, 22, 500), 10_000, 100);
             },
+            async reboot(host, o = {}) {
+                await rebootSimHost(byName(host).name, { ...o, log });
+            },
             exec: (host, cmd, o = {}) => run([...nsenterArgs(stateOf(host)), "/bin/bash", "-c", cmd],
                 { env: { ...HOST_ENV, ...(o.env ?? {}) }, input: o.input, timeoutMs: o.timeoutMs }),
             ssh: (host, cmd, o = {}) => run(["ssh", byName(host).address, "--", cmd],
@@ -799,4 +807,47 @@ export async function simStatus(): Promise<{ state?: SimState; netns: string[]; 
     const bridge = (await run(["ip", "link", "show", SIM_BRIDGE])).code === 0;
     const m = mounts().filter(x => x.startsWith(SIM_STATE_DIR) || x.startsWith(path.join(SIM_DIR, "run")));
     return { state: readState(), netns, bridge, mounts: m };
+}
+
+/**
+ * A power cycle of one sim host, as a reboot looks to the cluster: every process of the host (its sshd, dockerd,
+ * containerd, every container's processes: all in its namespaces or cgroups) killed at once with SIGKILL, nothing
+ * shut down cleanly; its link down meanwhile; /run emptied as the tmpfs it is on a real host (the mounts under it
+ * detached), while /var/tmp, the HF cache and Docker's data root persist as disks do. Then sshd and dockerd start
+ * again with the same arguments (storage driver as before), as systemd starts them at boot. Works on a sim another
+ * process started (state file).
+ */
+export async function rebootSimHost(name: string, opts: { downSeconds?: number; log?: (s: string) => void } = {}): Promise<void> {
+    const log = opts.log ?? (() => undefined);
+    const state = readState();
+    const h = state?.hosts.find(x => x.name === name);
+    if (!state || !h) throw new Error(`no running sim host ${name}`);
+    const driver = /(?:^|\0)--storage-driver\0([^\0]+)/.exec(fs.existsSync(`/proc/${h.dockerdPid}/cmdline`) ? fs.readFileSync(`/proc/${h.dockerdPid}/cmdline`, "utf8") : "")?.[1] ?? "overlay2";
+    const mntIno = nsInode(h.mntFile);
+    const netIno = nsInode(`/run/netns/${h.netns}`);
+    const pids = [...new Set([
+        ...(mntIno !== undefined ? pidsInNs("mnt", mntIno) : []),
+        ...(netIno !== undefined ? pidsInNs("net", netIno) : []),
+        ...cgroupPids(h.name),
+    ])];
+    log(`${name}: power off (${pids.length} processes)`);
+    await must(["ip", "link", "set", h.veth, "down"]);
+    await killAll(pids);
+    const clear = [
+        "for m in $(awk '$2 ~ \"^/run/\" {print $2}' /proc/self/mounts | sort -r); do umount -l \"$m\" 2>/dev/null || true; done",
+        "find /run -mindepth 1 -maxdepth 1 ! -name sshd ! -name lock ! -name shm -exec rm -rf {} +",
+    ].join("\n");
+    const r = await run([...nsenterArgs(h), "/bin/bash", "-c", clear], { env: HOST_ENV, timeoutMs: 60_000 });
+    if (r.code !== 0) throw new Error(`${name}: emptying /run: ${r.stderr.trim()}`);
+    await sleep((opts.downSeconds ?? 2) * 1000);
+    log(`${name}: power on`);
+    await must(["ip", "link", "set", h.veth, "up"]);
+    h.sshdPid = spawnDaemon([...nsenterArgs(h), "/usr/sbin/sshd", "-D", "-e", "-f", path.join(h.root, "etc/sshd_config")],
+        path.join(h.root, "log/sshd.log"), HOST_ENV);
+    h.dockerdPid = await startDockerd(h, driver);
+    writeState(state);
+    await waitFor(`${name} sshd`, async () => {
+        if (!alive(h.sshdPid)) throw new Error(`${name}: sshd exited; see ${path.join(h.root, "log/sshd.log")}`);
+        return tcpOpen(h.address, 22);
+    }, 10_000, 100);
 }

@@ -48,7 +48,7 @@ test("ray start lines: the head binds its own address, workers point at the head
         "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
     for (const i of [1, 2]) {
         assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
-        assert.match(p.hosts[i].rayLaunch!.create, /timeout 120 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*exec ray start --address=198\.18\.1\.2:6379 /);
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 180 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*\nray start --address=198\.18\.1\.2:6379 /);
     }
 });
 
@@ -74,7 +74,7 @@ test("launches are detached, time-limited and have a delete", () => {
         assert.ok(l.delete, "every launch has a delete");
         assert.match(l.create, /timeout \d+ /);
     }
-    assert.match(p.vllmLaunch.create, /setsid vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null &/);
+    assert.match(p.vllmLaunch.create, /setsid vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null 9>&- &/);
     for (const c of [p.rayProbe!, p.compat, p.endpointProbe, ...p.hosts.map(h => h.preflight)]) assert.match(c.create, /^timeout \d+ /);
 });
 
@@ -203,11 +203,11 @@ test("Ray token: only on the Ray launches' stdin, never in argv or environment; 
         // docker exec -i with the script: no -e/--env, no RAY_AUTH_TOKEN= assignment anywhere
         assert.match(launch.create, /docker exec -i spark-vllm-spark-[abc] bash -c /);
         // every docker exec takes no option but -i (no -e/--env), and no RAY_AUTH_TOKEN= assignment anywhere
-        assert.deepEqual([...launch.create.matchAll(/docker exec ((?:-\S+ )*)spark-vllm/g)].map(m => m[1]).sort(), ["", "-i "]);
+        assert.deepEqual([...launch.create.matchAll(/docker exec ((?:-\S+ )*)spark-vllm/g)].map(m => m[1]).sort(), ["-i "]);
         assert.doesNotMatch(launch.create, /RAY_AUTH_TOKEN=/);
         assert.match(launch.create, /IFS= read -r token/);
-        assert.match(launch.create, /exec ray start [^\n]*< \/dev\/null/);
-        assert.match(launch.delete!, /ray stop --force\nrm -f \/var\/lib\/spark-vllm\/ray\/auth_token/);
+        assert.match(launch.create, /\nray start [^\n]*< \/dev\/null 9>&-\n/);
+        assert.match(launch.delete!, /ray\.json[^\n]*\nray stop --force\nrm -f \/var\/lib\/spark-vllm\/ray\/auth_token/);
         assert.deepEqual([env(p, p.hosts.indexOf(h)).RAY_AUTH_MODE, env(p, p.hosts.indexOf(h)).RAY_AUTH_TOKEN_PATH],
             ["token", "/var/lib/spark-vllm/ray/auth_token"]);
     }

@@ -208,6 +208,16 @@ class StandIns(unittest.TestCase):
                             "--num-gpus=1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("Ray runtime started.", r.stdout)
+        # Ray's daemons by their command names, as the real executables are named (services.py)
+        comms = []  # at once: named from the exec on, before `ray start` returned
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/comm" % p) as f:
+                    comms.append(f.read().strip())
+            except OSError:
+                pass
+        self.assertIn("gcs_server", comms)
+        self.assertIn("raylet", comms)
         r = self.head.run("ray", "status")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.count(" 1 node_"), 2, r.stdout)

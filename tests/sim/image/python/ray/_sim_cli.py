@@ -147,7 +147,19 @@ def spawn_daemon(args, pass_fds=()):
     os.makedirs(logdir, exist_ok=True)
     name = "gcs_server.out" if args[0] == "head" else "raylet.out"
     logf = open(os.path.join(logdir, name), "ab")
-    p = subprocess.Popen([sys.executable, "-c", "from ray._sim_cli import daemon_main; daemon_main()"] + args,
+    # Named as Ray's own daemons are, the executables GCS_SERVER_EXECUTABLE (.../gcs/gcs_server) and
+    # RAYLET_EXECUTABLE (.../raylet/raylet) in ray-project/ray python/ray/_private/services.py: the interpreter is
+    # exec'd through a link of that name, so /proc/PID/comm (and `pkill raylet`) shows it from the exec on, before
+    # `ray start` returns, as for the real binaries. The head's one daemon stands in for both.
+    comm = "gcs_server" if args[0] == "head" else "raylet"
+    link = os.path.join(sc.ray_dir(), "sim", "bin", comm)
+    if not os.path.islink(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        try:
+            os.symlink(sys.executable, link)
+        except FileExistsError:
+            pass
+    p = subprocess.Popen([link, "-c", "from ray._sim_cli import daemon_main; daemon_main()"] + args,
                          stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, pass_fds=pass_fds,
                          start_new_session=True, close_fds=True, env=env)
     logf.close()

@@ -1,0 +1,110 @@
+// What a launch leaves behind so the container's supervisor can run it again (components/remote/spark_vllm/
+// supervise.py): a record of the exact argv, never a secret. Pure: records and shell lines as data. No Pulumi.
+//
+// After a host reboots, Docker starts the container again under its restart policy ("unless-stopped": started again
+// when the daemon starts, unless someone stopped it; https://docs.docker.com/engine/containers/start-containers-
+// automatically/), its main process is the supervisor, and the container's own file system, which holds the records
+// and the secrets' 0600 files, is the one the launches wrote to (the same container, not a new one).
+import { argvLine, shq } from "./scripts";
+
+/** Inside every vLLM container (not a mount): root-only, gone with the container, kept across its restarts. */
+export const RECORDS_DIR = "/var/lib/spark-vllm/launches";
+/** The API key for a relaunch of the head's `vllm serve`: 0600, beside the Ray token (rayAuth.ts). */
+export const API_KEY_FILE = "/var/lib/spark-vllm/vllm/api_key";
+/** The file descriptor the launch's lock is held on: every process a launch starts closes it (`9>&-`). */
+export const LOCK_FD = 9;
+
+/** One launch as the supervisor reads it (supervise.py documents each field). */
+export interface LaunchRecord {
+    name: "ray" | "vllm";
+    argv: string[];
+    log: string;
+    /** A detached process with a "PID STARTTIME" file (vLLM), or a daemon found by its command name (Ray). */
+    pidFile?: string;
+    process?: string;
+    /** Run before a relaunch (e.g. `ray stop --force`). */
+    before?: string[][];
+    /** Environment variable → the 0600 file its value is read from. */
+    secretEnv?: Record<string, string>;
+    /** Records on this host that must run first. */
+    after?: Array<LaunchRecord["name"]>;
+    /** What must answer before a relaunch: an address, or a command that exits 0. */
+    gate?: { tcp: string } | { argv: string[]; timeoutSeconds: number };
+    /** Proven (and serving again after a relaunch) once this answers 200; else after provenAfterSeconds of running. */
+    healthUrl?: string;
+    provenAfterSeconds?: number;
+}
+
+/** The supervisor as the container's main process: a shell loop, so a crash of the supervisor never ends the container. */
+export function supervisorEntrypoint(toolsPath: string): { entrypoint: string[]; command: string[] } {
+    const loop = `while :; do if [ -f ${shq(toolsPath)} ]; then python3 ${shq(toolsPath)} supervise "$1"; fi; sleep 5; done`;
+    return { entrypoint: ["/bin/sh", "-c", loop, "spark-vllm-supervise"], command: [JSON.stringify({ dir: RECORDS_DIR })] };
+}
+
+/** Takes the records' lock (the supervisor takes the same one before a relaunch), so a launch and a relaunch never race. */
+export function lockRecords(dir: string = RECORDS_DIR): string[] {
+    return [`mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)}`, `exec ${LOCK_FD}>>${shq(`${dir}/.lock`)}`, `flock -w 120 ${LOCK_FD}`];
+}
+
+/** Writes the record (under the lock, after the process started); a new launch is unproven and not failed. */
+export function writeRecord(record: LaunchRecord, dir: string = RECORDS_DIR): string[] {
+    const at = (suffix: string) => shq(`${dir}/${record.name}${suffix}`);
+    return [
+        `rm -f ${at(".proven")} ${at(".failed")}`,
+        `printf '%s\\n' ${shq(JSON.stringify(record))} > ${at(".json.tmp")} && mv -f ${at(".json.tmp")} ${at(".json")}`,
+    ];
+}
+
+/** Removes the record first, so the supervisor never relaunches what a delete is stopping. */
+export function removeRecord(name: LaunchRecord["name"], dir: string = RECORDS_DIR): string[] {
+    return [`rm -f ${[".json", ".proven", ".failed"].map(x => shq(`${dir}/${name}${x}`)).join(" ")}`];
+}
+
+/** Bash lines: the API key from stdin's first line into API_KEY_FILE (0600, mktemp then rename), and into VLLM_API_KEY. */
+export function installApiKey(file: string = API_KEY_FILE): string[] {
+    const dir = shq(file.replace(/\/[^/]+$/, ""));
+    return [
+        "IFS= read -r VLLM_API_KEY || true",
+        `[ -n "$VLLM_API_KEY" ] || { echo 'spark-vllm: no API key on stdin' >&2; exit 1; }`,
+        "export VLLM_API_KEY",
+        `( umask 077 && mkdir -p ${dir} && chmod 700 ${dir} && tmp=$(mktemp ${dir}/.api_key.XXXXXX) && printf '%s\\n' "$VLLM_API_KEY" > "$tmp" && mv -f "$tmp" ${shq(file)} )`,
+    ];
+}
+
+/** ARGV with stdin from /dev/null and the lock's descriptor closed, for a daemonising start (`ray start`). */
+export function withoutLock(argv: readonly string[]): string {
+    return `${argvLine(argv)} < /dev/null ${LOCK_FD}>&-`;
+}
+
+/**
+ * Idempotent by content (issue 14): bash lines that end the launch with success, keeping what runs, when the record
+ * of the running launch is byte for byte the one this launch would write, its process runs (and, with healthUrl,
+ * answers 200), and the secret it was started with is the one on stdin now. Otherwise the launch goes on and
+ * replaces it. `create` runs again on an update (a new SSH key or connection, @pulumi/command v1.2.1
+ * commandController.go Update) or a retry: an identical server is not restarted for that.
+ */
+export function keepIfSame(record: LaunchRecord, opts: { dir?: string; secret?: { variable: string; file: string }; running: string }): string[] {
+    const dir = opts.dir ?? RECORDS_DIR;
+    const file = shq(`${dir}/${record.name}.json`);
+    const checks = [
+        `[ -f ${file} ]`,
+        `[ "$(cat ${file})" = ${shq(JSON.stringify(record))} ]`,
+        `[ ! -f ${shq(`${dir}/${record.name}.failed`)} ]`,
+        `{ ${opts.running}; }`,
+        ...(opts.secret ? [`[ "$(cat ${shq(opts.secret.file)} 2>/dev/null)" = "$${opts.secret.variable}" ]`] : []),
+        ...(record.healthUrl ? [`python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' ${shq(record.healthUrl)} >/dev/null 2>&1`] : []),
+    ];
+    return [`if ${checks.join(" && ")}; then echo ${shq(`spark-vllm: ${record.name} already runs as this launch declares it; kept`)}; exit 0; fi`];
+}
+
+/** Shell test: the process a "PID STARTTIME" file names still runs, not a zombie (as probes.py process_state). */
+export function pidFileRunning(pidFile: string): string {
+    const pf = shq(pidFile);
+    // After the last ")": field 3, the state (a zombie has exited), then field 22, the start time (proc(5)).
+    return `read -r kpid kstarted 2>/dev/null < ${pf} && [ -n "$kstarted" ] && kstat=$(sed 's/.*) //' /proc/"$kpid"/stat 2>/dev/null) && [ "\${kstat%% *}" != Z ] && [ "$(echo "$kstat" | cut -d' ' -f20)" = "$kstarted" ]`;
+}
+
+/** Shell test: a process with this command name runs (/proc/PID/comm; Ray's daemons). */
+export function commRunning(name: string): string {
+    return `grep -qsx ${shq(name)} /proc/[0-9]*/comm`;
+}
