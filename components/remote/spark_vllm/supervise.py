@@ -38,7 +38,7 @@ def log(text):
     say("spark-vllm supervise: %s" % text)
 
 
-def read_record(directory, name):
+def read_launch_record(directory, name):
     text = read_file(os.path.join(directory, name + ".json"))
     if text is None:
         return None, None
@@ -207,7 +207,7 @@ class Supervisor:
         names = record_names(self.dir)
         records = {}
         for name in names:
-            rec, digest = read_record(self.dir, name)
+            rec, digest = read_launch_record(self.dir, name)
             if rec is not None:
                 records[name] = (rec, digest)
         for name in list(self.state):
@@ -259,7 +259,7 @@ class Supervisor:
             return
         with open(os.path.join(self.dir, ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            again, again_digest = read_record(self.dir, name)
+            again, again_digest = read_launch_record(self.dir, name)
             if again is None or again_digest != digest or self.running(rec):
                 return
             log("%s: not running; relaunching %s" % (name, " ".join(rec["argv"])))

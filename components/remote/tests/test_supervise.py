@@ -38,7 +38,7 @@ class SuperviseTest(unittest.TestCase):
     def write_record(self, name, rec):
         with open(self.path(name + ".json"), "w") as f:
             json.dump(rec, f)
-        return sv.read_record(self.dir, name)[1]
+        return sv.read_launch_record(self.dir, name)[1]
 
     def detached(self, script, **extra):
         rec = {"name": "vllm", "argv": [sys.executable, "-c", script], "log": self.path("vllm.log"),
