@@ -86,7 +86,8 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     const isDir = fs.existsSync(mainPath) && fs.statSync(mainPath).isDirectory();
     const pwd = isDir ? mainPath : path.dirname(mainPath);
     const main = isDir ? "." : path.basename(mainPath);
-    const args = [runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
+    // One addition to the language host's command line: inspect-fix.js (why there); the program's process is otherwise the CLI's.
+    const args = ["--require", path.join(__dirname, "inspect-fix.js"), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
         "--stack", opts.stack, "--pwd", pwd, ...(opts.dryRun ? ["--dry-run"] : []), "--parallel", String(opts.parallel ?? 16), main];
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...opts.env };
     env.PULUMI_CONFIG = configEnv(opts.config);
