@@ -46,8 +46,8 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
             opts.signal?.removeEventListener("abort", stop);
             try {
                 const report: Report = JSON.parse(fs.readFileSync(`${file}.report`, "utf8"));
-                // Without an engine, pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
-                report.warnings = stderr.split("\n").filter(l => l.startsWith("warning: ")).map(l => l.replace(/^warning: (\[runtime\] )?/, ""));
+                // Under mocks (no engine to log to), pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
+                report.warnings ??= stderr.split("\n").filter(l => l.startsWith("warning: ")).map(l => l.replace(/^warning: (\[runtime\] )?/, ""));
                 resolve(report);
             } catch {
                 reject(new Error(`test engine exited ${code} without a report:\n${stdout}${stderr}`));
