@@ -9,7 +9,7 @@ import { REPO, deploy, mandatory } from "../grpc/deploy";
 import { Registration, urnOf } from "../grpc/monitor";
 import { Secret, encode, plain as plainWire } from "../grpc/wire";
 import { DockerTarget, Transport, commandError, createContainer, dialError, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
-import { Workers, defaultParallel } from "./rules";
+import { Workers, commandText, defaultParallel, deleteOrder, dependentReplacements } from "./rules";
 import { Entry, Op, OpKind, State, diff, loadState, saveState } from "./state";
 
 /**
@@ -111,6 +111,8 @@ class Engine {
     private readonly running = new Set<Promise<unknown>>();
     private canceled = false;
     private readonly seen = new Set<string>();
+    /** Dependents deleted ahead of a delete-before-replace resource, by URN: their old entry and what the delete did. */
+    private readonly deletedAhead = new Map<string, { entry: Entry; actions: number; startMs: number }>();
     private readonly providers = new Map<string, DockerTarget>();
     private seq = 0;
     readonly t0 = Date.now();
@@ -127,17 +129,19 @@ class Engine {
         saveState(this.statePath, this.state);
     }
 
-    private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>): Promise<T> {
+    private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>, urn?: string): Promise<T> {
         const startMs = Date.now() - this.t0;
         this.emit({ kind: "start", op, type, name });
         try {
             const { actions, value } = await fn();
-            this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
+            // A replacement whose old copy was deleted earlier (with a delete-before-replace resource it depends on) is one step.
+            const ahead = urn ? this.deletedAhead.get(urn) : undefined;
+            this.ops.push({ op, urn, type, name, actions: actions + (ahead?.actions ?? 0), startMs: ahead?.startMs ?? startMs, endMs: Date.now() - this.t0 });
             const stdout = (value as Partial<Entry> | undefined)?.outputs?.stdout;
             this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, stdout: typeof stdout === "string" ? stdout : undefined });
             return value;
         } catch (err) {
-            this.ops.push({ op, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
+            this.ops.push({ op, urn, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
             this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, error: err instanceof Error ? err.message : String(err) });
             throw err;
         }
@@ -148,20 +152,28 @@ class Engine {
         const key = args.urn;
         this.seen.add(key);
         if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, outputs: {} };
-        const old = this.state.resources[key];
-        const kind = diff(args.type, old, inputs);
+        const ahead = this.deletedAhead.get(key);
+        const old = this.state.resources[key] ?? ahead?.entry;
+        // Deleted with a delete-before-replace resource it depends on: created again whatever its inputs
+        // (step_generator.go generateSteps, "re-create replaced resource ... deleted due to dependent DBR").
+        const kind = ahead ? "replace" : diff(args.type, old, inputs);
         if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
         const target = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
         // A step waits for a free worker (the CLI's --parallel); a step queued when an earlier one fails never starts.
         const running = this.workers.run(() => {
             if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
-            return this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, target));
+            return this.step(kind, args.type, args.name, async () => {
+                const deleted = kind === "replace" && old && !ahead ? await this.replaceOld(old, args.deleteBeforeReplace) : 0;
+                const r = await this.apply(kind, args.type, args.name, old, inputs, target);
+                return { actions: r.actions + deleted, value: r.value };
+            }, key);
         });
         this.running.add(running);
         try {
             const entry = await running;
             entry.seq = this.seq++;
-            Object.assign(entry, { urn: key, dependencies: args.dependencies, propertyDependencies: args.propertyDependencies, deleteBeforeReplace: args.deleteBeforeReplace || undefined });
+            Object.assign(entry, { urn: key, dependencies: args.dependencies, propertyDependencies: args.propertyDependencies, deleteBeforeReplace: args.deleteBeforeReplace || undefined, provider: args.provider });
+            this.deletedAhead.delete(key);
             this.state.resources[key] = entry;
             if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, providerTarget(entry.inputs));
             this.save();
@@ -193,11 +205,6 @@ class Engine {
         // A provider whose config changed is updated in place (diff): what it manages goes through its new sshOpts.
         if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? target?.host, dockerSshOpts: target?.sshOpts ?? old!.dockerSshOpts } };
         let actions = 0;
-        if (kind === "replace" && old) {
-            actions += await this.remove(old);
-            delete this.state.resources[old.urn];
-            this.save();
-        }
         switch (type) {
             case "pulumi:providers:docker":
                 return { actions, value: { ...base, id: `${name}-provider`, inputs, outputs: inputs } };
@@ -214,7 +221,7 @@ class Engine {
                 return { actions: actions + 1, value: { ...base, id, inputs, outputs: { ...inputs, id } } };
             }
             case "command:remote:Command": {
-                const text: string | undefined = kind === "update" ? inputs.update ?? inputs.create : inputs.create;
+                const text = commandText(kind, inputs);
                 let outputs: Record<string, unknown> = { ...inputs, stdout: "", stderr: "" };
                 if (text) {
                     const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment, line => this.emit({ kind: "line", name, line }));
@@ -250,24 +257,74 @@ class Engine {
         }
     }
 
-    /** Deletes, in reverse dependency order, what is in state but was not registered (all of it on destroy). */
+    /**
+     * The old copy's part of a replacement (step_generator.go generateSteps). Delete-before-replace: the dependents that
+     * must be replaced with it are deleted first, last-dependent first, with their old state (rules.ts
+     * dependentReplacements), then the old copy itself; the new one is created after. Otherwise the new copy is created
+     * first and the old one waits in pendingDeletes for the end of the update. Returns the actions run.
+     */
+    private async replaceOld(old: Entry, deleteBeforeReplace: boolean): Promise<number> {
+        if (!deleteBeforeReplace) {
+            (this.state.pendingDeletes ??= []).push(old);
+            this.save();
+            return 0;
+        }
+        const dependents = dependentReplacements(old, Object.values(this.state.resources), this.seen, (n, inputs) => diff(n.type, n, inputs) === "replace");
+        for (const d of [...dependents].reverse()) {
+            if (this.deletedAhead.has(d.urn)) continue;
+            const startMs = Date.now() - this.t0;
+            this.emit({ kind: "start", op: "delete", type: d.type, name: d.name });
+            const actions = await this.remove(d);
+            this.emit({ kind: "end", op: "delete", type: d.type, name: d.name, ms: Date.now() - this.t0 - startMs });
+            this.deletedAhead.set(d.urn, { entry: d, actions, startMs });
+            delete this.state.resources[d.urn];
+            this.save();
+        }
+        const actions = await this.remove(old);
+        delete this.state.resources[old.urn];
+        this.save();
+        return actions;
+    }
+
+    /**
+     * The deletes at the end of an update, in reverse dependency order (rules.ts deleteOrder): old copies of resources
+     * replaced create-before-delete, and what is in state but was not registered (all of it on destroy). An old copy's
+     * delete counts in its replacement's step.
+     */
     async deleteUnseen(): Promise<void> {
-        const stale = Object.entries(this.state.resources).filter(([k]) => !this.seen.has(k)).sort(([, a], [, b]) => b.seq - a.seq);
-        for (const [key, entry] of stale) {
+        const pending = new Set(this.state.pendingDeletes ?? []);
+        const stale = Object.values(this.state.resources).filter(e => !this.seen.has(e.urn));
+        for (const [urn, { entry, actions, startMs }] of this.deletedAhead) {
+            this.ops.push({ op: "delete", urn, type: entry.type, name: entry.name, actions, startMs, endMs: startMs });
+            this.deletedAhead.delete(urn);
+        }
+        for (const entry of deleteOrder([...pending, ...stale])) {
             try {
-                await this.step("delete", entry.type, entry.name, async () => ({ actions: await this.remove(entry), value: undefined }));
-                delete this.state.resources[key];
+                if (pending.has(entry)) {
+                    const actions = await this.remove(entry);
+                    const replaced = [...this.ops].reverse().find(o => o.urn === entry.urn && o.op === "replace");
+                    if (replaced) replaced.actions += actions;
+                    this.state.pendingDeletes = this.state.pendingDeletes!.filter(e => e !== entry);
+                } else {
+                    await this.step("delete", entry.type, entry.name, async () => ({ actions: await this.remove(entry), value: undefined }), entry.urn);
+                    delete this.state.resources[entry.urn];
+                }
                 this.save();
             } catch (err) {
                 this.errors.push(`${entry.type} ${entry.name}: delete failed: ${err instanceof Error ? err.message : String(err)}`);
                 return;
             }
         }
+        if (!this.state.pendingDeletes?.length) delete this.state.pendingDeletes;
+        this.save();
     }
 }
 
 /** The registration a MockMonitor is answering; newResource is called synchronously inside its registerResource. */
-interface MockRequest { getParent(): string; getDependenciesList(): string[]; getDeletebeforereplace(): boolean; getType(): string; getName(): string }
+interface MockRequest {
+    getParent(): string; getDependenciesList(): string[]; getDeletebeforereplace(): boolean;
+    getPropertydependenciesMap(): { forEach(fn: (deps: { getUrnsList(): string[] }, key: string) => void): void };
+}
 
 /**
  * The program in-process under setMocks. The mocks do not tell newResource the parent, the dependencies or the URN, and
@@ -293,10 +350,12 @@ async function runMocks(request: Request, engine: Engine, report: Report): Promi
         mocks: {
             newResource: async args => {
                 const req = current!;
+                const propertyDependencies: Record<string, string[]> = {};
+                req.getPropertydependenciesMap().forEach((deps, key) => { propertyDependencies[key] = deps.getUrnsList(); });
                 const r = await engine.register({
                     urn: urnOf(request.stack, project, args.type, args.name, req.getParent() || undefined), type: args.type, name: args.name,
                     custom: !!args.custom, inputs: plain(args.inputs), provider: args.provider, dependencies: req.getDependenciesList(),
-                    propertyDependencies: {}, deleteBeforeReplace: req.getDeletebeforereplace(),
+                    propertyDependencies, deleteBeforeReplace: req.getDeletebeforereplace(),
                 });
                 return { id: r.id, state: r.outputs };
             },

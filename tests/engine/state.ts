@@ -11,6 +11,8 @@ export interface Entry {
     dependencies: string[];
     propertyDependencies?: Record<string, string[]>;
     deleteBeforeReplace?: boolean;
+    /** Its provider reference, `<provider urn>::<provider id>`. */
+    provider?: string;
     id: string;
     inputs: Record<string, any>;
     outputs: Record<string, any>;
@@ -24,12 +26,18 @@ export interface Entry {
 
 export interface State {
     resources: Record<string, Entry>;
+    /**
+     * Old copies of resources replaced create-before-delete, deleted after every create and update (a snapshot keeps
+     * them as `delete: true` until then, so a failed update leaves them for the next one).
+     */
+    pendingDeletes?: Entry[];
 }
 
 export type OpKind = "create" | "update" | "replace" | "delete" | "same";
 
 export interface Op {
     op: OpKind;
+    urn?: string;
     type: string;
     name: string;
     /** Remote commands and docker operations this step ran. */
