@@ -113,6 +113,7 @@ class Engine {
     private readonly seen = new Set<string>();
     /** Dependents deleted ahead of a delete-before-replace resource, by URN: their old entry and what the delete did. */
     private readonly deletedAhead = new Map<string, { entry: Entry; actions: number; startMs: number }>();
+    private readonly deletingAhead = new Map<string, Promise<void>>();
     private readonly providers = new Map<string, DockerTarget>();
     private seq = 0;
     readonly t0 = Date.now();
@@ -271,14 +272,21 @@ class Engine {
         }
         const dependents = dependentReplacements(old, Object.values(this.state.resources), this.seen, (n, inputs) => diff(n.type, n, inputs) === "replace");
         for (const d of [...dependents].reverse()) {
+            // Another replacement (a second host's container) may be deleting it already: wait for that delete.
+            const deleting = this.deletingAhead.get(d.urn);
+            if (deleting) { await deleting; continue; }
             if (this.deletedAhead.has(d.urn)) continue;
-            const startMs = Date.now() - this.t0;
-            this.emit({ kind: "start", op: "delete", type: d.type, name: d.name });
-            const actions = await this.remove(d);
-            this.emit({ kind: "end", op: "delete", type: d.type, name: d.name, ms: Date.now() - this.t0 - startMs });
-            this.deletedAhead.set(d.urn, { entry: d, actions, startMs });
-            delete this.state.resources[d.urn];
-            this.save();
+            const done = (async () => {
+                const startMs = Date.now() - this.t0;
+                this.emit({ kind: "start", op: "delete", type: d.type, name: d.name });
+                const actions = await this.remove(d);
+                this.emit({ kind: "end", op: "delete", type: d.type, name: d.name, ms: Date.now() - this.t0 - startMs });
+                this.deletedAhead.set(d.urn, { entry: d, actions, startMs });
+                delete this.state.resources[d.urn];
+                this.save();
+            })();
+            this.deletingAhead.set(d.urn, done);
+            try { await done; } finally { this.deletingAhead.delete(d.urn); }
         }
         const actions = await this.remove(old);
         delete this.state.resources[old.urn];
