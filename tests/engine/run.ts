@@ -401,7 +401,8 @@ async function runGrpc(request: Request, engine: Engine, report: Report): Promis
         .map(d => `[${d.level}] ${d.policy}${d.urn ? ` (${d.urn.split("::").pop()})` : ""}: ${d.message.trim()}`);
     if (engine.errors.length) return;
     // A refused resource (mandatory policy), the program's own errors, or an exit the language host counts as failure.
-    const violations = mandatory(result.diagnostics).map(d => `${d.policy}: ${d.message.trim()}`);
+    const refused = /^resource (\S+) is invalid/.exec(run.engineError ?? "")?.[1];
+    const violations = mandatory(result.diagnostics).filter(d => !refused || d.urn === refused).map(d => `${d.policy}: ${d.message.trim()}`);
     if (run.engineError) engine.errors.push([run.engineError, ...violations].join("\n"));
     engine.errors.push(...run.logs.filter(l => l.severity === "error").map(l => l.message.trim()));
     if (!engine.errors.length && (run.exitCode !== 0 || result.failed))
