@@ -4,6 +4,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { tempProject } from "../grpc/fixture";
 import { EXIT_ALREADY_REPORTED, runProgram } from "../grpc/runner";
+import { REPO } from "../grpc/deploy";
+import { fakeOutcome } from "../grpc/fake";
+import * as fs from "fs";
+import * as path from "path";
+import * as yaml from "js-yaml";
 
 describe("an update whose program throws inside an apply", () => {
     it("fails with the program's error instead of hanging", { timeout: 90_000 }, async () => {
@@ -20,5 +25,23 @@ describe("an update whose program throws inside an apply", () => {
         assert.equal(run.exitCode, EXIT_ALREADY_REPORTED, run.stderr);
         const errors = run.logs.filter(l => l.severity === "error").map(l => l.message);
         assert.match(errors.join("\n"), /Cannot read properties of undefined \(reading 'toUpperCase'\)/);
+    });
+});
+
+describe("the program's own cross-host check in an update, run as the real language host runs it", () => {
+    it("fails cleanly with the check's message when the hosts pulled different images, even where util.inspect hangs", { timeout: 120_000 }, async () => {
+        const config = (yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.spark.yaml"), "utf8")) as { config: Record<string, unknown> }).config;
+        const digests: Record<string, string> = { "spark-spark-a-image": "sha256:" + "a".repeat(64), "spark-spark-b-image": "sha256:" + "b".repeat(64) };
+        const run = await runProgram({
+            dir: REPO, stack: "spark", config, dryRun: false, inspectFix: false, env: { PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
+            onRegister: async r => {
+                const outcome = fakeOutcome(r);
+                if (digests[r.name]) outcome.outputs.repoDigest = `registry.example/vllm@${digests[r.name]}`;
+                return outcome;
+            },
+        });
+        const errors = run.logs.filter(l => l.severity === "error").map(l => l.message).join("\n");
+        assert.match(errors, /the hosts pulled different images for/);
+        assert.equal(run.exitCode, EXIT_ALREADY_REPORTED, run.stderr);
     });
 });
