@@ -4,7 +4,7 @@ import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { sameImage } from "./checks";
 import { ResourceNames } from "./naming";
-import { Wiring } from "./wiring";
+import { Wiring, checked } from "./wiring";
 import { IMAGE } from "./resources";
 import { SparkHost, lastJsonLine } from "./sparkHost";
 import { pullCustomTimeouts } from "./imagePull";
@@ -50,7 +50,7 @@ export class ClusterImage extends pulumi.ComponentResource {
             }
         });
         this.agreed = pulumi.all(this.identities).apply(ids =>
-            sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]])));
+            checked(() => sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]]))));
         wiring.gate(names.of("images"), { parent: this }, this.agreed);
         this.registerOutputs({ image: this.agreed });
     }

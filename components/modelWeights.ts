@@ -3,7 +3,7 @@ import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { WeightsManifest, sameWeights } from "./checks";
 import { ResourceNames } from "./naming";
-import { Wiring, stdinLine } from "./wiring";
+import { Wiring, checked, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
@@ -45,7 +45,7 @@ export class ModelWeights extends pulumi.ComponentResource {
                 throw new Error(`the weights command on ${plan.hosts[i].host.name} printed no file manifest as its last line: ${String(out).trim().split("\n").pop()?.slice(0, 200)}`);
             return m as unknown as WeightsManifest;
         }));
-        this.agreed = pulumi.all(manifests).apply(ms => sameWeights(plan.spec.model.id, ms));
+        this.agreed = pulumi.all(manifests).apply(ms => checked(() => sameWeights(plan.spec.model.id, ms)));
         wiring.gate(names.of("weights"), { parent: this }, this.agreed);
         this.registerOutputs({ weights: this.agreed });
     }

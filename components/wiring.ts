@@ -63,6 +63,24 @@ export function detached<T>(value: pulumi.Output<T>): pulumi.Output<T> {
     return pulumi.output(Promise.all([i.isKnown, i.promise(true)]).then(([known, v]) => (known ? v : pulumi.unknown))) as pulumi.Output<T>;
 }
 
+/**
+ * Runs a cross-host check inside an apply; its failure becomes a pulumi.RunError, which the CLI's runner prints as
+ * its message alone (@pulumi/pulumi 3.276.0 cmd/run/run.js uncaughtHandler: `log.error(err.message)`), with no stack
+ * frames. The runner also formats every uncaught error for its trace span (`span.addEvent(defaultErrorMessage(err))`,
+ * cmd/run/error.js: util.inspect with colors when there is a stack), and on Node 20.20.2 and 22.23.3 util.inspect
+ * never returns for the SDK's source-mapped `node_modules/@pulumi/output.ts` frames that any apply's stack has
+ * (nodejs/node#64011): with a stack, `pulumi up` would hang exactly when the hosts disagree.
+ */
+export function checked<T>(check: () => T): T {
+    try {
+        return check();
+    } catch (err) {
+        const e = new pulumi.RunError(err instanceof Error ? err.message : String(err));
+        e.stack = undefined;
+        throw e;
+    }
+}
+
 /** @internal The planned entries by name, and what has been built for each so far. */
 export class Wiring {
     private readonly planned: Map<string, PlannedResource>;

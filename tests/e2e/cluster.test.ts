@@ -229,6 +229,12 @@ describe("one image everywhere", () => {
         await suite.sim.docker("spark-b", ["tag", suite.sim.images["0.14.0"], tagRef]);
         const stack = simStack("stale-image", { image: tagRef });
         try {
+            // With the policy pack (`pulumi up --policy-pack policies`), image-pinned-by-digest refuses the pull first.
+            const refused = await up(stack);
+            assert.match(failure(refused), /image-pinned-by-digest/);
+            assert.ok(!refused.ops.some(o => o.type === "docker:index/remoteImage:RemoteImage"), "no image was pulled");
+            // Without it, the program's own check after the pulls stops the update.
+            stack.policyPack = false;
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1/);

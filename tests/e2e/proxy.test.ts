@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { leftovers } from "../sim/stacks";
 import { simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
-import { keyOf } from "../engine/state";
+import { findEntry } from "../engine/state";
 import { proxyContainerName, resourceNames } from "../../components/naming";
 
 const N = resourceNames();
@@ -136,7 +136,7 @@ describe("the endpoint proxy on two simulated Sparks", () => {
 
     test("a new key (the api-key replaced) rewrites the key file and restarts the proxy: the old key is refused, the new one accepted", async () => {
         const state = JSON.parse(fs.readFileSync(stack.statePath, "utf8"));
-        delete state.resources[keyOf("random:index/randomPassword:RandomPassword", N.of("api-key"))];
+        delete state.resources[findEntry(state, "random:index/randomPassword:RandomPassword", N.of("api-key"))!.urn];
         fs.writeFileSync(stack.statePath, JSON.stringify(state));
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);

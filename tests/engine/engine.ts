@@ -21,6 +21,8 @@ export interface Stack {
     secretKeys?: string[];
     statePath: string;
     transport: Transport;
+    /** false: `pulumi up` without `--policy-pack` (grpc mode runs the repository's pack otherwise). */
+    policyPack?: false;
 }
 
 function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
@@ -46,8 +48,8 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
             opts.signal?.removeEventListener("abort", stop);
             try {
                 const report: Report = JSON.parse(fs.readFileSync(`${file}.report`, "utf8"));
-                // Without an engine, pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
-                report.warnings = stderr.split("\n").filter(l => l.startsWith("warning: ")).map(l => l.replace(/^warning: (\[runtime\] )?/, ""));
+                // Under mocks (no engine to log to), pulumi.log.warn prints "warning: [runtime] …" (@pulumi/pulumi log/index.js).
+                report.warnings ??= stderr.split("\n").filter(l => l.startsWith("warning: ")).map(l => l.replace(/^warning: (\[runtime\] )?/, ""));
                 resolve(report);
             } catch {
                 reject(new Error(`test engine exited ${code} without a report:\n${stdout}${stderr}`));
@@ -59,7 +61,8 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
 }
 
 export function up(stack: Stack, opts: RunOptions = {}): Promise<Report> {
-    return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent }, opts);
+    return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent,
+        ...(stack.policyPack === false ? { packDir: "" } : {}) }, opts);
 }
 
 export function destroy(stack: Stack, opts: RunOptions = {}): Promise<Report> {

@@ -2,10 +2,27 @@
 // argv[2]: JSON request. Writes one JSON Report to argv[2].report (a file: a failing program may exit
 // before a large stdout write is flushed).
 import * as fs from "fs";
+import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "../harness/evaluate";
+import { REPO, deploy, mandatory } from "../grpc/deploy";
+import { Registration, urnOf } from "../grpc/monitor";
+import { Secret, encode, plain as plainWire } from "../grpc/wire";
 import { DockerTarget, Transport, commandError, createContainer, dialError, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
-import { Entry, Op, OpKind, State, diff, keyOf, loadState, saveState } from "./state";
+import { Workers, commandText, defaultParallel, deleteOrder, dependentReplacements } from "./rules";
+import { Entry, Op, OpKind, State, diff, loadState, saveState } from "./state";
+
+/**
+ * How the program runs: "grpc" (default) as the CLI runs it, through @pulumi/pulumi's cmd/run against our
+ * ResourceMonitor with the policy pack's analyzer server (tests/grpc/deploy.ts); "mocks" in-process under
+ * pulumi.runtime.setMocks (tests/harness/evaluate.ts). Chosen by SPARK_VLLM_ENGINE.
+ */
+export type EngineMode = "grpc" | "mocks";
+export function engineMode(env: NodeJS.ProcessEnv = process.env): EngineMode {
+    const v = env.SPARK_VLLM_ENGINE ?? "grpc";
+    if (v !== "grpc" && v !== "mocks") throw new Error(`SPARK_VLLM_ENGINE=${v}: expected grpc or mocks`);
+    return v;
+}
 
 export interface Request {
     mode: "up" | "destroy";
@@ -16,6 +33,26 @@ export interface Request {
     transport: Transport;
     /** Send an EngineEvent per step and per line a command prints, over the IPC channel (engine.ts `onEvent`). */
     progress?: boolean;
+    /** How the program runs (default: SPARK_VLLM_ENGINE, else grpc). */
+    engine?: EngineMode;
+    /** Steps at once (default: the CLI's `--parallel` default, rules.ts defaultParallel). */
+    parallel?: number;
+    /** The policy pack to analyze every resource with in grpc mode (default: the repository's policies/; "" for none). */
+    packDir?: string;
+}
+
+/** One registration as the engine sees it: its URN, plain inputs and options. */
+export interface Registered {
+    urn: string;
+    type: string;
+    name: string;
+    custom: boolean;
+    inputs: Record<string, any>;
+    /** The provider reference, `<provider urn>::<provider id>`. */
+    provider?: string;
+    dependencies: string[];
+    propertyDependencies: Record<string, string[]>;
+    deleteBeforeReplace: boolean;
 }
 
 /**
@@ -35,6 +72,9 @@ export interface Report {
     errors: string[];
     /** What the program logged with pulumi.log.warn (the engine's stderr lines "warning: …"), as `pulumi up` shows it. */
     warnings?: string[];
+    /** Policy pack verdicts (grpc mode): `[level] policy (resource name): message`. */
+    policy?: string[];
+    engine?: EngineMode;
     wallMs: number;
     /** Epoch ms the run started; ops' startMs/endMs count from here. */
     startedAt: number;
@@ -74,12 +114,17 @@ class Engine {
     private readonly running = new Set<Promise<unknown>>();
     private canceled = false;
     private readonly seen = new Set<string>();
+    /** Dependents deleted ahead of a delete-before-replace resource, by URN: their old entry and what the delete did. */
+    private readonly deletedAhead = new Map<string, { entry: Entry; actions: number; startMs: number }>();
+    private readonly deletingAhead = new Map<string, Promise<void>>();
     private readonly providers = new Map<string, DockerTarget>();
     private seq = 0;
     readonly t0 = Date.now();
+    readonly workers: Workers;
 
     constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport,
-        private readonly emit: (e: EngineEvent) => void = () => undefined) {
+        private readonly emit: (e: EngineEvent) => void = () => undefined, parallel = defaultParallel()) {
+        this.workers = new Workers(parallel);
         for (const e of Object.values(state.resources))
             if (e.type === "pulumi:providers:docker") this.providers.set(e.id, providerTarget(e.inputs));
     }
@@ -88,42 +133,59 @@ class Engine {
         saveState(this.statePath, this.state);
     }
 
-    private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>): Promise<T> {
+    private async step<T>(op: OpKind, type: string, name: string, fn: () => Promise<{ actions: number; value: T }>, urn?: string): Promise<T> {
         const startMs = Date.now() - this.t0;
         this.emit({ kind: "start", op, type, name });
         try {
             const { actions, value } = await fn();
-            this.ops.push({ op, type, name, actions, startMs, endMs: Date.now() - this.t0 });
+            // A replacement whose old copy was deleted earlier (with a delete-before-replace resource it depends on) is one step.
+            const ahead = urn ? this.deletedAhead.get(urn) : undefined;
+            this.ops.push({ op, urn, type, name, actions: actions + (ahead?.actions ?? 0), startMs: ahead?.startMs ?? startMs, endMs: Date.now() - this.t0 });
             const stdout = (value as Partial<Entry> | undefined)?.outputs?.stdout;
             this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, stdout: typeof stdout === "string" ? stdout : undefined });
             return value;
         } catch (err) {
-            this.ops.push({ op, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
+            this.ops.push({ op, urn, type, name, actions: 1, startMs, endMs: Date.now() - this.t0, failed: true });
             this.emit({ kind: "end", op, type, name, ms: Date.now() - this.t0 - startMs, error: err instanceof Error ? err.message : String(err) });
             throw err;
         }
     }
 
-    async register(args: pulumi.runtime.MockResourceArgs): Promise<pulumi.runtime.MockResourceResult> {
-        const inputs = plain(args.inputs);
-        const key = keyOf(args.type, args.name);
+    async register(args: Registered): Promise<{ id?: string; outputs: Record<string, any> }> {
+        const inputs = args.inputs;
+        const key = args.urn;
         this.seen.add(key);
-        if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, state: {} };
-        const old = this.state.resources[key];
-        const kind = diff(args.type, old, inputs);
+        if (!args.custom && !args.type.startsWith("pulumi:providers:")) return { id: undefined, outputs: {} };
+        const ahead = this.deletedAhead.get(key);
+        const old = this.state.resources[key] ?? ahead?.entry;
+        // Deleted with a delete-before-replace resource it depends on: created again whatever its inputs
+        // (step_generator.go generateSteps, "re-create replaced resource ... deleted due to dependent DBR").
+        const kind = ahead ? "replace" : diff(args.type, old, inputs);
         if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
         const target = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
-        const running = this.step(kind, args.type, args.name, () => this.apply(kind, args.type, args.name, old, inputs, target));
+        // A step waits for a free worker (the CLI's --parallel); a step queued when an earlier one fails never starts.
+        const running = this.workers.run(() => {
+            if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
+            return this.step(kind, args.type, args.name, async () => {
+                const deleted = kind === "replace" && old && !ahead ? await this.replaceOld(old, args.deleteBeforeReplace) : 0;
+                const r = await this.apply(kind, args.type, args.name, old, inputs, target);
+                return { actions: r.actions + deleted, value: r.value };
+            }, key);
+        });
         this.running.add(running);
         try {
             const entry = await running;
             entry.seq = this.seq++;
+            Object.assign(entry, { urn: key, dependencies: args.dependencies, propertyDependencies: args.propertyDependencies, deleteBeforeReplace: args.deleteBeforeReplace || undefined, provider: args.provider });
+            this.deletedAhead.delete(key);
             this.state.resources[key] = entry;
             if (entry.type === "pulumi:providers:docker") this.providers.set(entry.id, providerTarget(entry.inputs));
             this.save();
-            return { id: entry.id, state: entry.outputs };
+            return { id: entry.id, outputs: entry.outputs };
         } catch (err) {
-            const message = `${args.type} ${args.name}: ${err instanceof Error ? err.message : String(err)}`;
+            const text = err instanceof Error ? err.message : String(err);
+            if (text.includes(NOT_STARTED)) throw err;
+            const message = `${args.type} ${args.name}: ${text}`;
             this.errors.push(message);
             this.canceled = true;
             this.save();
@@ -133,21 +195,20 @@ class Engine {
         }
     }
 
+    markSeen(urn: string): void {
+        this.seen.add(urn);
+    }
+
     /** Waits until no step runs (each records itself in the state as it finishes). */
     async settle(): Promise<void> {
         while (this.running.size) await Promise.allSettled([...this.running]);
     }
 
     private async apply(kind: OpKind, type: string, name: string, old: Entry | undefined, inputs: Record<string, any>, target?: DockerTarget): Promise<{ actions: number; value: Entry }> {
-        const base = { type, name, dockerHost: target?.host, dockerSshOpts: target?.sshOpts, seq: 0 };
+        const base = { urn: "", dependencies: [], type, name, dockerHost: target?.host, dockerSshOpts: target?.sshOpts, seq: 0 };
         // A provider whose config changed is updated in place (diff): what it manages goes through its new sshOpts.
         if (kind === "same") return { actions: 0, value: { ...old!, dockerHost: old!.dockerHost ?? target?.host, dockerSshOpts: target?.sshOpts ?? old!.dockerSshOpts } };
         let actions = 0;
-        if (kind === "replace" && old) {
-            actions += await this.remove(old);
-            delete this.state.resources[keyOf(type, name)];
-            this.save();
-        }
         switch (type) {
             case "pulumi:providers:docker":
                 return { actions, value: { ...base, id: `${name}-provider`, inputs, outputs: inputs } };
@@ -164,7 +225,7 @@ class Engine {
                 return { actions: actions + 1, value: { ...base, id, inputs, outputs: { ...inputs, id } } };
             }
             case "command:remote:Command": {
-                const text: string | undefined = kind === "update" ? inputs.update ?? inputs.create : inputs.create;
+                const text = commandText(kind, inputs);
                 let outputs: Record<string, unknown> = { ...inputs, stdout: "", stderr: "" };
                 if (text) {
                     const r = await runRemote(this.t, inputs.connection, text, inputs.stdin, inputs.environment, line => this.emit({ kind: "line", name, line }),
@@ -203,27 +264,163 @@ class Engine {
         }
     }
 
-    /** Deletes, in reverse dependency order, what is in state but was not registered (all of it on destroy). */
+    /**
+     * The old copy's part of a replacement (step_generator.go generateSteps). Delete-before-replace: the dependents that
+     * must be replaced with it are deleted first, last-dependent first, with their old state (rules.ts
+     * dependentReplacements), then the old copy itself; the new one is created after. Otherwise the new copy is created
+     * first and the old one waits in pendingDeletes for the end of the update. Returns the actions run.
+     */
+    private async replaceOld(old: Entry, deleteBeforeReplace: boolean): Promise<number> {
+        if (!deleteBeforeReplace) {
+            (this.state.pendingDeletes ??= []).push(old);
+            this.save();
+            return 0;
+        }
+        const dependents = dependentReplacements(old, Object.values(this.state.resources), this.seen, (n, inputs) => diff(n.type, n, inputs) === "replace");
+        for (const d of [...dependents].reverse()) {
+            // Another replacement (a second host's container) may be deleting it already: wait for that delete.
+            const deleting = this.deletingAhead.get(d.urn);
+            if (deleting) { await deleting; continue; }
+            if (this.deletedAhead.has(d.urn)) continue;
+            const done = (async () => {
+                const startMs = Date.now() - this.t0;
+                this.emit({ kind: "start", op: "delete", type: d.type, name: d.name });
+                const actions = await this.remove(d);
+                this.emit({ kind: "end", op: "delete", type: d.type, name: d.name, ms: Date.now() - this.t0 - startMs });
+                this.deletedAhead.set(d.urn, { entry: d, actions, startMs });
+                delete this.state.resources[d.urn];
+                this.save();
+            })();
+            this.deletingAhead.set(d.urn, done);
+            try { await done; } finally { this.deletingAhead.delete(d.urn); }
+        }
+        const actions = await this.remove(old);
+        delete this.state.resources[old.urn];
+        this.save();
+        return actions;
+    }
+
+    /**
+     * The deletes at the end of an update, in reverse dependency order (rules.ts deleteOrder): old copies of resources
+     * replaced create-before-delete, and what is in state but was not registered (all of it on destroy). An old copy's
+     * delete counts in its replacement's step.
+     */
     async deleteUnseen(): Promise<void> {
-        const stale = Object.entries(this.state.resources).filter(([k]) => !this.seen.has(k)).sort(([, a], [, b]) => b.seq - a.seq);
-        for (const [key, entry] of stale) {
+        const pending = new Set(this.state.pendingDeletes ?? []);
+        const stale = Object.values(this.state.resources).filter(e => !this.seen.has(e.urn));
+        for (const [urn, { entry, actions, startMs }] of this.deletedAhead) {
+            this.ops.push({ op: "delete", urn, type: entry.type, name: entry.name, actions, startMs, endMs: startMs });
+            this.deletedAhead.delete(urn);
+        }
+        for (const entry of deleteOrder([...pending, ...stale])) {
             try {
-                await this.step("delete", entry.type, entry.name, async () => ({ actions: await this.remove(entry), value: undefined }));
-                delete this.state.resources[key];
+                if (pending.has(entry)) {
+                    const actions = await this.remove(entry);
+                    const replaced = [...this.ops].reverse().find(o => o.urn === entry.urn && o.op === "replace");
+                    if (replaced) replaced.actions += actions;
+                    this.state.pendingDeletes = this.state.pendingDeletes!.filter(e => e !== entry);
+                } else {
+                    await this.step("delete", entry.type, entry.name, async () => ({ actions: await this.remove(entry), value: undefined }), entry.urn);
+                    delete this.state.resources[entry.urn];
+                }
                 this.save();
             } catch (err) {
                 this.errors.push(`${entry.type} ${entry.name}: delete failed: ${err instanceof Error ? err.message : String(err)}`);
                 return;
             }
         }
+        if (!this.state.pendingDeletes?.length) delete this.state.pendingDeletes;
+        this.save();
     }
+}
+
+/** The registration a MockMonitor is answering; newResource is called synchronously inside its registerResource. */
+interface MockRequest {
+    getParent(): string; getDependenciesList(): string[]; getDeletebeforereplace(): boolean;
+    getPropertydependenciesMap(): { forEach(fn: (deps: { getUrnsList(): string[] }, key: string) => void): void };
+}
+
+/**
+ * The program in-process under setMocks. The mocks do not tell newResource the parent, the dependencies or the URN, and
+ * their URN keeps only the parent's last type (@pulumi/pulumi runtime/mocks.js newUrn): the monitor is given urn.New's
+ * URN (monitor.ts urnOf), and the request being answered is noted for newResource.
+ */
+async function runMocks(request: Request, engine: Engine, report: Report): Promise<void> {
+    let current: MockRequest | undefined;
+    const project = "spark-vllm";
+    report.outputs = await evaluate({
+        stack: request.stack,
+        config: request.config,
+        secretKeys: request.secretKeys,
+        afterMocks: () => {
+            const monitor = pulumi.runtime.getMonitor() as any;
+            const registerResource = monitor.registerResource.bind(monitor);
+            monitor.newUrn = (parent: string, type: string, name: string) => urnOf(request.stack, project, type, name, parent || undefined);
+            monitor.registerResource = (req: MockRequest, callback: unknown) => {
+                current = req;
+                return registerResource(req, callback);
+            };
+        },
+        mocks: {
+            newResource: async args => {
+                const req = current!;
+                const propertyDependencies: Record<string, string[]> = {};
+                req.getPropertydependenciesMap().forEach((deps, key) => { propertyDependencies[key] = deps.getUrnsList(); });
+                const r = await engine.register({
+                    urn: urnOf(request.stack, project, args.type, args.name, req.getParent() || undefined), type: args.type, name: args.name,
+                    custom: !!args.custom, inputs: plain(args.inputs), provider: args.provider, dependencies: req.getDependenciesList(),
+                    propertyDependencies, deleteBeforeReplace: req.getDeletebeforereplace(),
+                });
+                return { id: r.id, state: r.outputs };
+            },
+            call: args => args.inputs,
+        },
+    });
+}
+
+/**
+ * The program as the CLI runs it (tests/grpc/deploy.ts): each registration analyzed by the policy pack, then its
+ * step performed here. What the step returns goes back over the wire with the secretness the engine gives it: an
+ * output is secret when the input of the same name was (the provider plugin's annotateSecrets,
+ * pkg/resource/plugin/provider_plugin.go) or the registration listed it in additionalSecretOutputs (step_executor.go).
+ */
+async function runGrpc(request: Request, engine: Engine, report: Report): Promise<void> {
+    const packDir = request.packDir ?? path.join(REPO, "policies");
+    const result = await deploy({
+        dir: REPO, stack: request.stack, config: request.config, secretKeys: request.secretKeys, dryRun: false,
+        parallel: engine.workers.limit, packDir: packDir || undefined,
+        onRegister: async (r: Registration) => {
+            const { id, outputs } = await engine.register({
+                urn: r.urn, type: r.type, name: r.name, custom: r.custom, inputs: plainWire(r.inputs), provider: r.provider,
+                dependencies: r.dependencies, propertyDependencies: r.propertyDependencies, deleteBeforeReplace: r.deleteBeforeReplace,
+            });
+            const secret = new Set([...r.additionalSecretOutputs, ...Object.keys(r.inputs).filter(k => r.inputs[k] instanceof Secret)]);
+            return { id, outputs: encode(Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, secret.has(k) ? new Secret(v) : v]))) };
+        },
+    });
+    // Components register too (no step): they are in the real engine's state, and what is not registered is deleted.
+    for (const r of result.run.registrations) if (!r.custom) engine.markSeen(r.urn);
+    const { run } = result;
+    report.outputs = run.stackOutputs ? plainWire(run.stackOutputs) : undefined;
+    report.warnings = run.logs.filter(l => l.severity === "warning").map(l => l.message.trim());
+    report.policy = [...result.diagnostics, ...(result.stackDiagnostics ?? [])]
+        .map(d => `[${d.level}] ${d.policy}${d.urn ? ` (${d.urn.split("::").pop()})` : ""}: ${d.message.trim()}`);
+    if (engine.errors.length) return;
+    // A refused resource (mandatory policy), the program's own errors, or an exit the language host counts as failure.
+    const refused = /^resource (\S+) is invalid/.exec(run.engineError ?? "")?.[1];
+    const violations = mandatory(result.diagnostics).filter(d => !refused || d.urn === refused).map(d => `${d.policy}: ${d.message.trim()}`);
+    if (run.engineError) engine.errors.push([run.engineError, ...violations].join("\n"));
+    engine.errors.push(...run.logs.filter(l => l.severity === "error").map(l => l.message.trim()));
+    if (!engine.errors.length && (run.exitCode !== 0 || result.failed))
+        engine.errors.push(run.error || violations.join("\n") || `the program failed (exit ${run.exitCode}):\n${run.stderr}`);
 }
 
 async function main(): Promise<void> {
     const request: Request = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+    const mode = request.engine ?? engineMode();
     const emit = request.progress && process.send ? (e: EngineEvent) => { process.send!(e); } : undefined;
-    const engine = new Engine(loadState(request.statePath), request.statePath, request.transport, emit);
-    const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0, startedAt: engine.t0 };
+    const engine = new Engine(loadState(request.statePath), request.statePath, request.transport, emit, request.parallel);
+    const report: Report = { ops: engine.ops, errors: engine.errors, wallMs: 0, startedAt: engine.t0, engine: mode };
     // As the Pulumi CLI's runner does (@pulumi/pulumi cmd/run/run.js: process.on("unhandledRejection", uncaughtHandler)):
     // a failed resource's rejected promise that nothing awaited is logged once as an error, not a crash.
     const uncaught = (err: unknown) => {
@@ -238,12 +435,7 @@ async function main(): Promise<void> {
         await engine.deleteUnseen();
     } else {
         try {
-            report.outputs = await evaluate({
-                stack: request.stack,
-                config: request.config,
-                secretKeys: request.secretKeys,
-                mocks: { newResource: args => engine.register(args), call: args => args.inputs },
-            });
+            await (mode === "grpc" ? runGrpc : runMocks)(request, engine, report);
         } catch (err) {
             const message = err instanceof Error ? err.message : String(err);
             if (engine.errors.length === 0 && !message.includes(NOT_STARTED)) engine.errors.push(message);
@@ -260,4 +452,4 @@ async function main(): Promise<void> {
     process.exit(0);
 }
 
-main();
+if (require.main === module) main();

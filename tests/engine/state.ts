@@ -1,9 +1,18 @@
-// The test engine's state file and the diff rules of the real engine and providers.
+// The test engine's state file (resources keyed by URN, as the real engine's snapshot is) and the diff rules of
+// the real engine and providers.
 import * as fs from "fs";
 
 export interface Entry {
+    /** The key: urn.New's URN (stack, project, parent type chain, type, name), as the real engine keys its state. */
+    urn: string;
     type: string;
     name: string;
+    /** The URNs its registration depended on (dependsOn and the resources behind its inputs), and per input property. */
+    dependencies: string[];
+    propertyDependencies?: Record<string, string[]>;
+    deleteBeforeReplace?: boolean;
+    /** Its provider reference, `<provider urn>::<provider id>`. */
+    provider?: string;
     id: string;
     inputs: Record<string, any>;
     outputs: Record<string, any>;
@@ -17,12 +26,18 @@ export interface Entry {
 
 export interface State {
     resources: Record<string, Entry>;
+    /**
+     * Old copies of resources replaced create-before-delete, deleted after every create and update (a snapshot keeps
+     * them as `delete: true` until then, so a failed update leaves them for the next one).
+     */
+    pendingDeletes?: Entry[];
 }
 
 export type OpKind = "create" | "update" | "replace" | "delete" | "same";
 
 export interface Op {
     op: OpKind;
+    urn?: string;
     type: string;
     name: string;
     /** Remote commands and docker operations this step ran. */
@@ -32,7 +47,10 @@ export interface Op {
     failed?: boolean;
 }
 
-export const keyOf = (type: string, name: string) => `${type}::${name}`;
+/** The state's entry of the resource with this type and name (for tests that edit a state file by hand). */
+export function findEntry(state: State, type: string, name: string): Entry | undefined {
+    return Object.values(state.resources).find(e => e.type === type && e.name === name);
+}
 
 export function loadState(file: string): State {
     return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : { resources: {} };

@@ -28,6 +28,8 @@ export interface RunOptions {
     onRegister?: MonitorOptions["onRegister"];
     /** Extra environment (PULUMI_NODEJS_TRANSPILE_ONLY, …). */
     env?: Record<string, string>;
+    /** false: run without inspect-fix.js, as the real language host does (to test the program on an affected Node). */
+    inspectFix?: boolean;
     /** Each line the program writes to stderr. */
     onStderr?: (line: string) => void;
     /** Node flags before the runner, which the language host does not pass: for measuring only (bench/measure-preload.mjs). */
@@ -88,7 +90,8 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     const isDir = fs.existsSync(mainPath) && fs.statSync(mainPath).isDirectory();
     const pwd = isDir ? mainPath : path.dirname(mainPath);
     const main = isDir ? "." : path.basename(mainPath);
-    const args = [...(opts.nodeArgs ?? []), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
+    // One addition to the language host's command line: inspect-fix.js (why there); the program's process is otherwise the CLI's.
+    const args = [...(opts.nodeArgs ?? []), ...(opts.inspectFix === false ? [] : ["--require", path.join(__dirname, "inspect-fix.js")]), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
         "--stack", opts.stack, "--pwd", pwd, ...(opts.dryRun ? ["--dry-run"] : []), "--parallel", String(opts.parallel ?? 16), main];
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...opts.env };
     env.PULUMI_CONFIG = configEnv(opts.config);

@@ -1,9 +1,9 @@
 // The steps a preview shows, given the test engine's state file from an earlier `up` (tests/engine/state.ts:
-// resources keyed by type and name with their plain inputs and outputs). For a resource whose inputs are
+// resources keyed by URN with their plain inputs and outputs). For a resource whose inputs are
 // unchanged the engine answers the program with the old id and outputs (so what depends on it stays known);
 // for anything else it answers as a preview of that step does: the inputs, every other output unknown,
 // so a replacement's unknown outputs flow into its dependents as they would under the real engine.
-import { OpKind, State, diff, keyOf } from "../engine/state";
+import { OpKind, State, diff } from "../engine/state";
 import type { Outcome, Registration } from "./monitor";
 import { decode, encode, plain } from "./wire";
 
@@ -23,7 +23,7 @@ export class StepPlanner {
 
     /** The monitor's onRegister for a preview against this state. */
     readonly onRegister = async (r: Registration): Promise<Outcome> => {
-        const key = keyOf(r.type, r.name);
+        const key = r.urn;
         this.seen.add(key);
         const old = this.state.resources[key];
         const op = diff(r.type, old, plain(decode(r.wire)));

@@ -17,11 +17,11 @@ function reg(name: string, wire: Record<string, any>, type = COMMAND): Registrat
 
 const state: State = {
     resources: {
-        [`${COMMAND}::same`]: { type: COMMAND, name: "same", id: "same-1", inputs: { create: "a", triggers: ["a"] }, outputs: { create: "a", triggers: ["a"], stdout: "{\"ok\":true}" }, seq: 0 },
-        [`${COMMAND}::text`]: { type: COMMAND, name: "text", id: "text-1", inputs: { create: "a", triggers: ["t"] }, outputs: {}, seq: 1 },
-        [`${COMMAND}::trig`]: { type: COMMAND, name: "trig", id: "trig-1", inputs: { create: "a", triggers: ["a"] }, outputs: {}, seq: 2 },
-        [`${COMMAND}::gone1`]: { type: COMMAND, name: "gone1", id: "g1", inputs: {}, outputs: {}, seq: 3 },
-        [`${COMMAND}::gone2`]: { type: COMMAND, name: "gone2", id: "g2", inputs: {}, outputs: {}, seq: 4 },
+        [`urn:pulumi:s::p::${COMMAND}::same`]: { urn: `urn:pulumi:s::p::${COMMAND}::same`, dependencies: [], type: COMMAND, name: "same", id: "same-1", inputs: { create: "a", triggers: ["a"] }, outputs: { create: "a", triggers: ["a"], stdout: "{\"ok\":true}" }, seq: 0 },
+        [`urn:pulumi:s::p::${COMMAND}::text`]: { urn: `urn:pulumi:s::p::${COMMAND}::text`, dependencies: [], type: COMMAND, name: "text", id: "text-1", inputs: { create: "a", triggers: ["t"] }, outputs: {}, seq: 1 },
+        [`urn:pulumi:s::p::${COMMAND}::trig`]: { urn: `urn:pulumi:s::p::${COMMAND}::trig`, dependencies: [], type: COMMAND, name: "trig", id: "trig-1", inputs: { create: "a", triggers: ["a"] }, outputs: {}, seq: 2 },
+        [`urn:pulumi:s::p::${COMMAND}::gone1`]: { urn: `urn:pulumi:s::p::${COMMAND}::gone1`, dependencies: [], type: COMMAND, name: "gone1", id: "g1", inputs: {}, outputs: {}, seq: 3 },
+        [`urn:pulumi:s::p::${COMMAND}::gone2`]: { urn: `urn:pulumi:s::p::${COMMAND}::gone2`, dependencies: [], type: COMMAND, name: "gone2", id: "g2", inputs: {}, outputs: {}, seq: 4 },
     },
 };
 
