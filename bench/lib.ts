@@ -158,7 +158,7 @@ export function markdown(title: string, m: Machine, command: string, rows: Row[]
 // ---------------------------------------------------------------- what was measured
 
 /** The files that make up what the bench measures: the program and the test bed it runs on. */
-export const MEASURED_PATHS = ["index.ts", "components", "package.json", "tests/engine", "tests/harness", "tests/sim", "tests/fixtures.ts"];
+export const MEASURED_PATHS = ["index.ts", "components", "package.json", "tests/engine", "tests/grpc", "policies", "tests/harness", "tests/sim", "tests/fixtures.ts"];
 
 /**
  * A hash of the measured files' contents. Another engineer editing the program in the same
