@@ -68,13 +68,17 @@ describe("up, update and destroy on two simulated Sparks", () => {
     });
 
     test("destroy leaves no container, process or port behind on any host", async () => {
+        // Destroy removes the stack's files, vLLM's log too: a second link to it keeps what vLLM writes until it stops.
+        const kept = "/var/tmp/spark-vllm/test-kept-vllm-serve.log";
+        await suite.sim.exec("spark-a", `ln -f /var/tmp/spark-vllm/vllm-serve.log ${kept}`);
         const r = await destroy(stack);
         assert.deepEqual(r.errors, []);
         const stop = r.ops.find(o => o.op === "delete" && o.name === N.of("vllm-launch"));
         assert.ok(stop && stop.actions === 1, "the vLLM launch's delete ran");
         // vLLM was stopped by its delete (SIGTERM, clean shutdown), not killed with its container.
-        const log = (await suite.sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
+        const log = (await suite.sim.exec("spark-a", `cat ${kept}; rm -f ${kept}`)).stdout;
         assert.match(log, /Shutting down/);
+        assert.equal((await suite.sim.exec("spark-a", "ls -A /var/tmp/spark-vllm")).stdout.trim(), "", "destroy left no file of the stack in logDir");
         assert.deepEqual(await leftovers(), []);
         assert.deepEqual(JSON.parse(fs.readFileSync(stack.statePath, "utf8")).resources, {});
     });
