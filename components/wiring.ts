@@ -75,8 +75,14 @@ export function checked<T>(check: () => T): T {
     try {
         return check();
     } catch (err) {
-        const e = new pulumi.RunError(err instanceof Error ? err.message : String(err));
+        const message = err instanceof Error ? err.message : String(err);
+        const e = new pulumi.RunError(message);
         e.stack = undefined;
+        // Every resource that waits on the check fails serializing its inputs with this same error object, and the SDK
+        // prepends to its message each time (rpc.js serializeProperties: `err.message = \`error serializing property
+        // "${k}": ...\``, rethrown as the same object so the runner reports it once): the message read dozens of
+        // prefixes before the check's words. The message stays as the check wrote it; those writes are ignored.
+        Object.defineProperty(e, "message", { get: () => message, set: () => undefined, enumerable: false, configurable: true });
         throw e;
     }
 }

@@ -285,7 +285,7 @@ describe("model weights on every host", () => {
         try {
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/);
+            assert.match(error, /^the hosts do not hold the same weights of Qwen\/Qwen3\.5-122B-A10B-FP8/, "the check's words first");
             assert.match(error, new RegExp(`spark-b: missing ${SHARD.replace(/[.]/g, "\\.")}`));
             assert.ok(!r.ops.some(o => isLaunch(o.name) || o.name === N.of("compat")), "nothing launched");
         } finally {

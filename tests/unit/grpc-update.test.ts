@@ -42,6 +42,9 @@ describe("the program's own cross-host check in an update, run as the real langu
         });
         const errors = run.logs.filter(l => l.severity === "error").map(l => l.message).join("\n");
         assert.match(errors, /the hosts pulled different images for/);
+        // Once, as written: not behind one "error serializing property" prefix per resource that waited on the check.
+        assert.equal(errors.match(/the hosts pulled different images/g)?.length, 1, errors);
+        assert.ok(!errors.includes("error serializing property"), errors);
         assert.equal(run.exitCode, EXIT_ALREADY_REPORTED, run.stderr);
     });
 });
