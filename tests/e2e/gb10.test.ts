@@ -48,6 +48,10 @@ describe("backends", () => {
 
     test("one host: plain vllm serve, no Ray, no executor flag; up → serve → destroy", async () => {
         const stack = simStack("single", { hosts: 1 });
+        // The catalog's Qwen3.5-122B does not fit one Spark (110.83 GiB of weights + reserve > 0.85 × 121.69 GiB), so
+        // with the pack the mandatory model-weights-fit refuses the stack; this test is about the one-host launch
+        // shape, on the sim's small stand-in weights: `pulumi up` without --policy-pack.
+        stack.policyPack = false;
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);

@@ -412,7 +412,9 @@ async function runGrpc(request: Request, engine: Engine, report: Report): Promis
     if (engine.errors.length) return;
     // A refused resource (mandatory policy), the program's own errors, or an exit the language host counts as failure.
     const refused = /^resource (\S+) is invalid/.exec(run.engineError ?? "")?.[1];
-    const violations = mandatory(result.diagnostics).filter(d => !refused || d.urn === refused).map(d => `${d.policy}: ${d.message.trim()}`);
+    // A refused resource's own violations; else every mandatory one, AnalyzeStack's included (it fails the update too).
+    const violations = (refused ? mandatory(result.diagnostics).filter(d => d.urn === refused) : [...mandatory(result.diagnostics), ...mandatory(result.stackDiagnostics)])
+        .map(d => `${d.policy}: ${d.message.trim()}`);
     if (run.engineError) engine.errors.push([run.engineError, ...violations].join("\n"));
     engine.errors.push(...run.logs.filter(l => l.severity === "error").map(l => l.message.trim()));
     if (!engine.errors.length && (run.exitCode !== 0 || result.failed))
