@@ -1,10 +1,13 @@
 // The program: stack config → SparkCluster → outputs.
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls, withoutPromiseStacks } from "./components";
+import { checked } from "./components/wiring";
 
 const config = new pulumi.Config(CONFIG_NAMESPACE);
-// Throws SpecError listing every problem with its key path before any resource exists (a given certificate's too).
-const spec = parseSpec(readConfig(config), readGivenTls(config));
+// Fails listing every problem with its key path before any resource exists (a given certificate's too), as a
+// RunError, which the runner prints as its message alone; any other error is printed as "Running program … failed
+// with an unhandled exception" and its stack (@pulumi/pulumi 3.276.0 cmd/run/run.js uncaughtHandler).
+const spec = checked(() => parseSpec(readConfig(config), readGivenTls(config)));
 
 // Without the SDK's per-promise debug stacks while the resources are built (components/debugStacks.ts).
 const cluster = withoutPromiseStacks(() => new SparkCluster("spark", {

@@ -48,3 +48,16 @@ describe("the program's own cross-host check in an update, run as the real langu
         assert.equal(run.exitCode, EXIT_ALREADY_REPORTED, run.stderr);
     });
 });
+
+describe("a stack config with problems, run as the real language host runs it", () => {
+    it("prints every problem with its key path, as a message alone: no 'unhandled exception', no stack frames", { timeout: 120_000 }, async () => {
+        const config = { ...(yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.spark.yaml"), "utf8")) as { config: Record<string, unknown> }).config };
+        config["spark-vllm:logdir"] = "/var/tmp/x";
+        const run = await runProgram({ dir: REPO, stack: "spark", config, dryRun: true, env: { PULUMI_NODEJS_TRANSPILE_ONLY: "true" } });
+        const errors = run.logs.filter(l => l.severity === "error").map(l => l.message);
+        assert.equal(errors.length, 1, errors.join("\n"));
+        assert.match(errors[0], /^invalid stack config \(1 problem\):\n {2}- spark-vllm:logdir: unknown key; did you mean logDir\?/);
+        assert.ok(!/unhandled exception|\n\s+at /.test(errors[0]), errors[0]);
+        assert.equal(run.exitCode, EXIT_ALREADY_REPORTED, run.stderr);
+    });
+});
