@@ -209,7 +209,7 @@ const weightsCopiedRecord = (spec: ClusterSpec) => `${spec.logDir}/weights-copie
 function stackFiles(spec: ClusterSpec): string[] {
     const { log, pidFile } = vllmFiles(spec);
     const result = servingResultFile(spec);
-    return [log, pidFile, result, `${result}.tmp`, weightsSourcePidFile(spec), weightsCopiedRecord(spec), proxyDir(spec)];
+    return [log, `${log}.prev`, pidFile, result, `${result}.tmp`, weightsSourcePidFile(spec), weightsCopiedRecord(spec), proxyDir(spec)];
 }
 
 function tools(spec: ClusterSpec, args: readonly string[]): string[] {

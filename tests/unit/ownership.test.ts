@@ -125,7 +125,7 @@ function removeTools(running: string[]) {
     fs.writeFileSync(path.join(bin, "docker"), `#!/bin/sh\necho "$@" >> ${dir}/calls\n${running.map(id => `echo ${id}`).join("\n")}\n`, { mode: 0o755 });
     const plan = planCluster(parseSpec({ ...rawConfig(1), logDir: log }), "x", { owner });
     fs.mkdirSync(path.join(log, "proxy"), { recursive: true });
-    for (const f of ["spark_vllm_tools.py", "vllm-serve.log", "vllm-serve.pid", "serving-proof.json", "proxy/nginx.conf"]) fs.writeFileSync(path.join(log, f), "x");
+    for (const f of ["spark_vllm_tools.py", "vllm-serve.log", "vllm-serve.log.prev", "vllm-serve.pid", "serving-proof.json", "proxy/nginx.conf"]) fs.writeFileSync(path.join(log, f), "x");
     const r = spawnSync("bash", ["-c", plan.hosts[0].tools.delete!], { encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
     const left = fs.readdirSync(log).sort();
     const calls = fs.readFileSync(path.join(dir, "calls"), "utf8");
@@ -140,5 +140,5 @@ test("destroy leaves nothing of the stack under logDir once its containers are g
     assert.equal(gone.calls.trim(), "ps -aq --filter label=spark-vllm.project=spark-vllm --filter label=spark-vllm.stack=qwen");
     const live = removeTools(["3f2a"]);
     assert.equal(live.status, 0);
-    assert.deepEqual(live.left, ["proxy", "serving-proof.json", "vllm-serve.log", "vllm-serve.pid"], "only the program goes");
+    assert.deepEqual(live.left, ["proxy", "serving-proof.json", "vllm-serve.log", "vllm-serve.log.prev", "vllm-serve.pid"], "only the program goes");
 });
