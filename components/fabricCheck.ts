@@ -3,7 +3,7 @@ import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { ResourceNames } from "./naming";
 import { Wiring } from "./wiring";
-import { lastJsonLine } from "./sparkHost";
+import { lastJsonLine, lastLineWarnings } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
 export interface FabricCheckArgs {
@@ -28,13 +28,8 @@ export class FabricCheck extends pulumi.ComponentResource {
         this.ranks = plan.hosts.filter(h => h.fabricRank).map(h => wiring.command(names.host(h.host.name, "fabric"), { parent: this }));
         this.result = this.ranks[0].stdout.apply(lastJsonLine);
         // A slow fabric still serves, so it is a warning `pulumi up` shows, not a failure (fabric.py bandwidth_warning).
-        this.ranks.forEach(rank => rank.stdout.apply(out => fabricWarnings(out).forEach(w => pulumi.log.warn(w, rank))));
+        this.ranks.forEach(rank => rank.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, rank))));
         this.registerOutputs({ fabric: this.result });
     }
 }
 
-/** A fabric rank's warnings (the "warnings" of its last JSON line), e.g. bus bandwidth far below the link's line rate. */
-export function fabricWarnings(stdout: string): string[] {
-    const warnings = lastJsonLine(stdout).warnings;
-    return Array.isArray(warnings) ? warnings.filter((w): w is string => typeof w === "string") : [];
-}

@@ -5,7 +5,7 @@ import { ClusterPlan, planCluster } from "./plan";
 import { plannedResources } from "./resources";
 import { resourceNames } from "./naming";
 import { Wiring, digest, stdinLine } from "./wiring";
-import { SparkHost, lastJsonLine } from "./sparkHost";
+import { SparkHost, lastLineWarnings } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
 import { ModelWeights } from "./modelWeights";
@@ -98,7 +98,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token
         // authentication) are pulumi warnings, so `pulumi up` shows them.
         this.compat = wiring.command(names.of("compat"), parent);
-        this.compat.stdout.apply(out => compatWarnings(out).forEach(w => pulumi.log.warn(w, this.compat)));
+        this.compat.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, this.compat)));
         // 6. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
         if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
         // 7. Ray backend: head, workers, every node joined.
@@ -123,8 +123,3 @@ export class SparkCluster extends pulumi.ComponentResource {
     }
 }
 
-/** The compat check's warnings (the "warnings" of its last JSON line). */
-export function compatWarnings(stdout: string): string[] {
-    const warnings = lastJsonLine(stdout).warnings;
-    return Array.isArray(warnings) ? warnings.filter((w): w is string => typeof w === "string") : [];
-}

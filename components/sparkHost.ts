@@ -50,3 +50,9 @@ export function lastJsonLine(stdout: string): Record<string, unknown> {
         return { raw: stdout };
     }
 }
+
+/** The "warnings" of a command's last JSON line (compat: a Ray without token auth; fabric: a slow link), for pulumi.log.warn. */
+export function lastLineWarnings(stdout: string): string[] {
+    const warnings = lastJsonLine(stdout).warnings;
+    return Array.isArray(warnings) ? warnings.filter((w): w is string => typeof w === "string") : [];
+}
