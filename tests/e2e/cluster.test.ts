@@ -149,6 +149,10 @@ describe("failures stop up with the cause", () => {
             const error = failure(r);
             assert.match(error, /spark-b/);
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
+            // The engine starts no step after the first failure; steps already running finish (tests/engine/README.md).
+            const firstFailure = Math.min(...r.ops.filter(o => o.failed).map(o => o.endMs));
+            const late = r.ops.filter(o => o.startMs > firstFailure).map(o => o.name);
+            assert.deepEqual(late, [], "steps started after the first failure");
         } finally {
             await suite.sim.setHostDown("spark-b", false);
             await destroy(stack);
