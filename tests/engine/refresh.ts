@@ -44,8 +44,11 @@ export function readKind(e: Entry): "container" | "image" | undefined {
  */
 export function readContainer(e: Entry, live: LiveContainer | undefined): Entry | undefined {
     if (!live) return undefined;
-    if (live.running || e.inputs.mustRun === false || e.outputs.mustRun === false) return e;
-    return { ...e, inputs: { ...e.inputs, mustRun: false }, outputs: { ...e.outputs, mustRun: false, exitCode: live.exitCode } };
+    // must_run defaults to true; the bridge's refresh updates only the inputs already present (pulumi-terraform-bridge
+    // v3.133.0 pkg/tfbridge/provider.go Read → schema.go ExtractInputsFromOutputs with isRefresh).
+    if (live.running || (e.outputs.mustRun ?? e.inputs.mustRun ?? true) === false) return e;
+    const inputs = "mustRun" in e.inputs ? { ...e.inputs, mustRun: false } : e.inputs;
+    return { ...e, inputs, outputs: { ...e.outputs, mustRun: false, exitCode: live.exitCode } };
 }
 
 /**

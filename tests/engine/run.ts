@@ -7,6 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "../harness/evaluate";
 import { REPO, deploy, mandatory } from "../grpc/deploy";
 import { Registration, urnOf } from "../grpc/monitor";
+import { uniqueHex } from "../grpc/previews";
 import { Secret, encode, plain as plainWire } from "../grpc/wire";
 import { DockerTarget, Transport, commandError, createContainer, dialError, inspectContainer, inspectImage, pullImage, randomPassword, removeContainer, removeImage, runRemote, updateContainer } from "./operations";
 import { RefreshOp, readContainer, readImage, readKind, refreshOp } from "./refresh";
@@ -288,7 +289,7 @@ class Engine {
                     if (r.code !== 0) throw dialError(inputs.connection, r) ?? commandError(text, r);
                     outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
                 }
-                const id = kind === "update" ? old!.id : `${name}-${randomPassword(8)}`;
+                const id = kind === "update" ? old!.id : uniqueHex(name);
                 return { actions, value: { ...base, id, inputs, outputs } };
             }
             default:

@@ -76,7 +76,9 @@ export function diff(type: string, old: Entry | undefined, inputs: Record<string
             // Only triggers force replacement; any other change runs update (or create again).
             return stable(old.inputs.triggers) !== stable(inputs.triggers) ? "replace" : "update";
         case "docker:index/remoteImage:RemoteImage":
-            return old.inputs.name !== inputs.name || old.inputs.platform !== inputs.platform ? "replace" : "update";
+            // ForceNew: name, platform, pull_triggers, triggers, build (terraform-provider-docker v4.5.0
+            // internal/provider/resource_docker_image.go); keep_locally and force_remove update in place.
+            return ["name", "platform", "pullTriggers", "triggers", "build"].some(k => stable(old.inputs[k]) !== stable(inputs[k])) ? "replace" : "update";
         case "pulumi:providers:docker":
             return "update";
         case "docker:index/container:Container":
