@@ -41,6 +41,8 @@ export function readKind(e: Entry): "container" | "image" | undefined {
  * `exit_code` read and `must_run` set to false in the state ("Setting must_run to false in state to trigger update"),
  * and the bridge returns the inputs it extracts from that state, so the program's `mustRun: true` is an update, which
  * starts the same container (resourceDockerContainerUpdate: must_run false → true and `start` → ContainerStart).
+ * Since v4.0.0 (commit 0eeb0feb, #841); v3.x (@pulumi/docker 4.x) instead waited for it to run, then deleted it and
+ * failed the refresh (v3.9.0 resourceDockerContainerRead: errContainerFailedToBeInRunningState).
  */
 export function readContainer(e: Entry, live: LiveContainer | undefined): Entry | undefined {
     if (!live) return undefined;
