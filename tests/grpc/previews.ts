@@ -3,6 +3,7 @@
 // propagate the ID … even in previews"). The program sees exactly this: an id ("" is unknown) and the outputs, where
 // a property left out is unknown (the SDK's resolveOutputs in a dry run).
 import * as crypto from "crypto";
+import * as rpc from "@pulumi/pulumi/runtime/rpc";
 import type { Entry, OpKind } from "../engine/state";
 import type { Outcome, Registration } from "./monitor";
 import { encode } from "./wire";
@@ -30,6 +31,9 @@ export const uniqueHex = (name: string) => name + crypto.randomBytes(4).toString
  * engine does not; the program reads none of them.
  */
 export function previewCreate(r: Registration): Outcome {
+    // A provider resource is created by the engine itself: in a preview its id is the UnknownID token, which the SDK
+    // takes as a string (pkg/resource/deploy/providers/registry.go Registry.Create; runtime/resource.js resolveID).
+    if (r.type.startsWith("pulumi:providers:")) return { id: rpc.unknownValue, outputs: r.wire };
     return { id: r.type === COMMAND ? uniqueHex(r.name) : "", outputs: r.wire };
 }
 

@@ -69,3 +69,12 @@ describe("random.RandomPassword (terraform-provider-random through the bridge)",
         assert.deepEqual(Object.keys(out.outputs).sort(), ["length", "special"]);
     });
 });
+
+describe("provider resources (created by the engine's provider registry)", () => {
+    it("create: the id is the UnknownID token, which the program sees as a string; the inputs echoed", () => {
+        const r = reg("pulumi:providers:docker", "spark-a-docker", { host: "ssh://nvidia@spark-a.local" });
+        const out = previewCreate(r);
+        assert.equal(out.id, "04da6b54-80e4-46f7-96ec-b56ff0331ba9");
+        assert.deepEqual(out.outputs, r.wire);
+    });
+});
