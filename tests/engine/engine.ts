@@ -15,6 +15,11 @@ export interface RunOptions {
     signal?: AbortSignal;
 }
 
+/** `up`'s own options: `refresh` is `pulumi up --refresh` (tests/engine/refresh.ts). */
+export interface UpOptions extends RunOptions {
+    refresh?: boolean;
+}
+
 export interface Stack {
     name: string;
     config: Record<string, unknown>;
@@ -60,8 +65,9 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
     });
 }
 
-export function up(stack: Stack, opts: RunOptions = {}): Promise<Report> {
+export function up(stack: Stack, opts: UpOptions = {}): Promise<Report> {
     return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent,
+        ...(opts.refresh ? { refresh: true } : {}),
         ...(stack.policyPack === false ? { packDir: "" } : {}) }, opts);
 }
 

@@ -6,6 +6,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { shq } from "../../components/scripts";
+import { LiveContainer, LiveImage, repoDigestOf } from "./refresh";
 
 export interface Transport {
     /** Environment for the local docker client and its ssh (PATH, ssh config for docker's ssh); remote commands take only SSH_AUTH_SOCK from it. */
@@ -244,9 +245,8 @@ export async function pullImage(t: Transport, target: DockerTarget, inputs: Reco
     if ((await docker(t, target, ["image", "inspect", name])).code !== 0)
         await mustDocker(t, target, ["pull", ...(inputs.platform ? ["--platform", inputs.platform] : []), "-q", name]);
     const inspect = JSON.parse(await mustDocker(t, target, ["image", "inspect", name]))[0];
-    const repo = name.split("@")[0].replace(/:[^/:]*$/, "");
-    const repoDigest = (inspect.RepoDigests as string[]).find(d => d.startsWith(`${repo}@`)) ?? inspect.RepoDigests[0];
-    return { ...inputs, repoDigest, imageId: inspect.Id };
+    // Create ends with the provider's Read (resourceDockerImageCreate → resourceDockerImageRead): refresh.ts repoDigestOf.
+    return { ...inputs, repoDigest: repoDigestOf(name, inspect.RepoDigests ?? []), imageId: inspect.Id };
 }
 
 export async function removeImage(t: Transport, target: DockerTarget, state: Record<string, any>): Promise<void> {
@@ -287,10 +287,64 @@ export async function createContainer(t: Transport, target: DockerTarget, inputs
     return id;
 }
 
+/**
+ * docker.Container update (terraform-provider-docker v4.5.0 resource_docker_container_funcs.go
+ * resourceDockerContainerUpdate), the same container: `must_run` false → true with `start` (default true) starts it
+ * (ContainerStart: what a refresh that found it stopped leads to); a change to the restart policy or a resource limit
+ * is one ContainerUpdate with the restart policy and the limits; other in-place inputs change only the state.
+ * Returns the docker operations run.
+ */
+export async function updateContainer(t: Transport, target: DockerTarget, id: string, olds: Record<string, any>, news: Record<string, any>): Promise<number> {
+    let actions = 0;
+    if (olds.mustRun === false && news.mustRun !== false && news.start !== false) {
+        await mustDocker(t, target, ["start", id]);
+        actions++;
+    }
+    const limits = ["restart", "maxRetryCount", "cpuShares", "memory", "memoryReservation", "cpuSet", "memorySwap"];
+    if (limits.some(k => JSON.stringify(olds[k]) !== JSON.stringify(news[k]))) {
+        const policy = news.restart ?? "no";
+        const args = ["update", "--restart", policy === "on-failure" && news.maxRetryCount ? `${policy}:${news.maxRetryCount}` : policy];
+        if (news.cpuShares) args.push("--cpu-shares", String(news.cpuShares));
+        if (news.memory) args.push("--memory", `${news.memory}m`);
+        if (news.memoryReservation) args.push("--memory-reservation", `${news.memoryReservation}m`);
+        if (news.cpuSet) args.push("--cpuset-cpus", news.cpuSet);
+        if (news.memorySwap) args.push("--memory-swap", news.memorySwap > 0 ? `${news.memorySwap}m` : String(news.memorySwap));
+        await mustDocker(t, target, [...args, id]);
+        actions++;
+    }
+    return actions;
+}
+
 export async function removeContainer(t: Transport, target: DockerTarget, state: Record<string, any>): Promise<void> {
     await docker(t, target, ["stop", "-t", String(state.destroyGraceSeconds ?? 10), state.name]);
     const r = await docker(t, target, ["rm", "-f", state.name]);
     if (r.code !== 0 && !/No such container/.test(r.stderr)) throw new Error(`docker rm ${state.name} on ${target.host}: ${r.stderr.trim()}`);
+}
+
+/**
+ * What docker_container Read asks the host (terraform-provider-docker v4.5.0 resource_docker_container_funcs.go:
+ * fetchDockerContainer lists every container, `ContainerList(All: true)`, and looks for the id; then ContainerInspect).
+ * Undefined: not in the list. A failing docker call fails the refresh.
+ */
+export async function inspectContainer(t: Transport, target: DockerTarget, id: string): Promise<LiveContainer | undefined> {
+    const ids = (await mustDocker(t, target, ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"])).split("\n").map(l => l.trim());
+    if (!ids.includes(id)) return undefined;
+    const state = JSON.parse(await mustDocker(t, target, ["container", "inspect", "--format", "{{json .State}}", id]));
+    return { id, running: state.Running === true, exitCode: state.ExitCode ?? 0 };
+}
+
+/**
+ * What docker_image Read asks the host (v4.5.0 resource_docker_image_funcs.go searchLocalImages: ImageInspect(name);
+ * not found is no image, any other error fails).
+ */
+export async function inspectImage(t: Transport, target: DockerTarget, name: string): Promise<LiveImage | undefined> {
+    const r = await docker(t, target, ["image", "inspect", name]);
+    if (r.code !== 0) {
+        if (/No such image/i.test(r.stderr)) return undefined;
+        throw new Error(`docker image inspect ${name} on ${target.host} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
+    }
+    const inspect = JSON.parse(r.stdout)[0];
+    return { id: inspect.Id, repoDigests: inspect.RepoDigests ?? [] };
 }
 
 export function randomPassword(length: number): string {

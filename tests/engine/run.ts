@@ -7,8 +7,10 @@ import * as pulumi from "@pulumi/pulumi";
 import { evaluate } from "../harness/evaluate";
 import { REPO, deploy, mandatory } from "../grpc/deploy";
 import { Registration, urnOf } from "../grpc/monitor";
+import { uniqueHex } from "../grpc/previews";
 import { Secret, encode, plain as plainWire } from "../grpc/wire";
-import { DockerTarget, Transport, commandError, createContainer, dialError, pullImage, randomPassword, removeContainer, removeImage, runRemote } from "./operations";
+import { DockerTarget, Transport, commandError, createContainer, dialError, inspectContainer, inspectImage, pullImage, randomPassword, removeContainer, removeImage, runRemote, updateContainer } from "./operations";
+import { RefreshOp, readContainer, readImage, readKind, refreshOp } from "./refresh";
 import { Workers, commandText, defaultParallel, deleteOrder, dependentReplacements } from "./rules";
 import { Entry, Op, OpKind, State, diff, loadState, saveState } from "./state";
 
@@ -39,6 +41,8 @@ export interface Request {
     parallel?: number;
     /** The policy pack to analyze every resource with in grpc mode (default: the repository's policies/; "" for none). */
     packDir?: string;
+    /** `pulumi up --refresh`: every resource in the state is read by its provider before the program runs (refresh.ts). */
+    refresh?: boolean;
 }
 
 /** One registration as the engine sees it: its URN, plain inputs and options. */
@@ -72,6 +76,8 @@ export interface Report {
     errors: string[];
     /** What the program logged with pulumi.log.warn (the engine's stderr lines "warning: …"), as `pulumi up` shows it. */
     warnings?: string[];
+    /** `up --refresh`: each refresh step's result, as `pulumi up --refresh` lists them before the update's steps. */
+    refresh?: Array<{ urn: string; type: string; name: string; op: RefreshOp }>;
     /** Policy pack verdicts (grpc mode): `[level] policy (resource name): message`. */
     policy?: string[];
     engine?: EngineMode;
@@ -195,6 +201,47 @@ class Engine {
         }
     }
 
+    /**
+     * `pulumi up --refresh` before the program runs (deployment_executor.go refresh): one refresh step per resource in
+     * the state, pending deletes included, in parallel under the same `--parallel` cap; each entry becomes what its
+     * provider's Read says (refresh.ts), a resource Read finds gone leaves the state (rebuildBaseState), so the update
+     * creates it again. A failed Read fails the update before the program starts ("step executor errored").
+     */
+    async refresh(): Promise<Array<{ urn: string; type: string; name: string; op: RefreshOp }>> {
+        const read = async (e: Entry): Promise<Entry | undefined> => {
+            const target = { host: e.dockerHost!, sshOpts: e.dockerSshOpts };
+            switch (readKind(e)) {
+                case "container": return readContainer(e, await inspectContainer(this.t, target, e.id));
+                case "image": return readImage(e, await inspectImage(this.t, target, e.inputs.name));
+                default: return e;
+            }
+        };
+        const results: Array<{ urn: string; type: string; name: string; op: RefreshOp }> = [];
+        const entries = [...Object.values(this.state.resources), ...(this.state.pendingDeletes ?? [])];
+        const refreshed = await Promise.allSettled(entries.map(e => this.workers.run(async () => {
+            const after = await read(e);
+            results.push({ urn: e.urn, type: e.type, name: e.name, op: refreshOp(e, after) });
+            return after;
+        })));
+        const failed = refreshed.flatMap((r, i) => r.status === "rejected" ? [`${entries[i].type} ${entries[i].name}: refresh failed: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : []);
+        if (failed.length) {
+            this.errors.push(...failed);
+            return results;
+        }
+        refreshed.forEach((r, i) => {
+            const before = entries[i], after = (r as PromiseFulfilledResult<Entry | undefined>).value;
+            if (this.state.resources[before.urn] === before) {
+                if (after) this.state.resources[before.urn] = after;
+                else delete this.state.resources[before.urn];
+            } else if (this.state.pendingDeletes) {
+                this.state.pendingDeletes = this.state.pendingDeletes.flatMap(p => p !== before ? [p] : after ? [after] : []);
+            }
+        });
+        if (this.state.pendingDeletes?.length === 0) delete this.state.pendingDeletes;
+        this.save();
+        return results;
+    }
+
     markSeen(urn: string): void {
         this.seen.add(urn);
     }
@@ -218,9 +265,16 @@ class Engine {
             }
             case "docker:index/remoteImage:RemoteImage": {
                 const outputs = kind === "update" ? { ...old!.outputs, ...inputs } : await pullImage(this.t, target!, inputs);
-                return { actions: actions + (kind === "update" ? 0 : 1), value: { ...base, id: outputs.imageId as string, inputs, outputs } };
+                // The id is `<image id><name>` (terraform-provider-docker v4.5.0 resourceDockerImageCreate: SetId(apiImage.ID + name)).
+                const id = kind === "update" ? old!.id : `${outputs.imageId}${inputs.name}`;
+                return { actions: actions + (kind === "update" ? 0 : 1), value: { ...base, id, inputs, outputs } };
             }
             case "docker:index/container:Container": {
+                if (kind === "update") {
+                    // Only inputs without ForceNew changed (state.ts diff): the same container (operations.ts updateContainer).
+                    const acted = await updateContainer(this.t, target!, old!.id, old!.inputs, inputs);
+                    return { actions: actions + acted, value: { ...base, id: old!.id, inputs, outputs: { ...old!.outputs, ...inputs, id: old!.id } } };
+                }
                 const id = await createContainer(this.t, target!, inputs);
                 return { actions: actions + 1, value: { ...base, id, inputs, outputs: { ...inputs, id } } };
             }
@@ -235,7 +289,7 @@ class Engine {
                     if (r.code !== 0) throw dialError(inputs.connection, r) ?? commandError(text, r);
                     outputs = { ...inputs, stdout: r.stdout, stderr: r.stderr };
                 }
-                const id = kind === "update" ? old!.id : `${name}-${randomPassword(8)}`;
+                const id = kind === "update" ? old!.id : uniqueHex(name);
                 return { actions, value: { ...base, id, inputs, outputs } };
             }
             default:
@@ -441,7 +495,8 @@ async function main(): Promise<void> {
         await engine.deleteUnseen();
     } else {
         try {
-            await (mode === "grpc" ? runGrpc : runMocks)(request, engine, report);
+            if (request.refresh) report.refresh = await engine.refresh();
+            if (engine.errors.length === 0) await (mode === "grpc" ? runGrpc : runMocks)(request, engine, report);
         } catch (err) {
             const message = err instanceof Error ? err.message : String(err);
             if (engine.errors.length === 0 && !message.includes(NOT_STARTED)) engine.errors.push(message);

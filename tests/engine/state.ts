@@ -76,11 +76,29 @@ export function diff(type: string, old: Entry | undefined, inputs: Record<string
             // Only triggers force replacement; any other change runs update (or create again).
             return stable(old.inputs.triggers) !== stable(inputs.triggers) ? "replace" : "update";
         case "docker:index/remoteImage:RemoteImage":
-            return old.inputs.name !== inputs.name || old.inputs.platform !== inputs.platform ? "replace" : "update";
+            // ForceNew: name, platform, pull_triggers, triggers, build (terraform-provider-docker v4.5.0
+            // internal/provider/resource_docker_image.go); keep_locally and force_remove update in place.
+            return ["name", "platform", "pullTriggers", "triggers", "build"].some(k => stable(old.inputs[k]) !== stable(inputs[k])) ? "replace" : "update";
         case "pulumi:providers:docker":
             return "update";
+        case "docker:index/container:Container":
+            return changedKeys(old.inputs, inputs).every(k => CONTAINER_IN_PLACE.has(k)) ? "update" : "replace";
         default:
-            // Containers force replacement on env, mounts, devices, command, image…; passwords regenerate.
+            // Passwords regenerate (every random_password attribute RequiresReplace).
             return "replace";
     }
 }
+
+/** The top-level inputs whose values differ (an input present on one side only counts). */
+export function changedKeys(olds: Record<string, any>, news: Record<string, any>): string[] {
+    return [...new Set([...Object.keys(olds), ...Object.keys(news)])].filter(k => stable(olds[k]) !== stable(news[k]));
+}
+
+/**
+ * docker.Container inputs without ForceNew (kreuzwerker/terraform-provider-docker v4.5.0, bridged by @pulumi/docker
+ * 5.2.0: internal/provider/resource_docker_container.go): a change to only these is an update of the same container
+ * (resourceDockerContainerUpdate); any other input (image, env, mounts, devices, command, shm…) replaces it.
+ */
+export const CONTAINER_IN_PLACE = new Set(["rm", "start", "wait", "waitTimeout", "attach", "logs", "mustRun", "restart", "maxRetryCount",
+    "removeVolumes", "tmpfs", "deviceReadBps", "deviceReadIops", "deviceWriteBps", "deviceWriteIops", "destroyGraceSeconds", "memory",
+    "memoryReservation", "memorySwap", "cpuShares", "cpuSet", "healthcheck", "containerReadRefreshTimeoutMilliseconds", "init", "cpuPeriod", "cpuQuota"]);

@@ -10,6 +10,7 @@ import * as engrpc from "@pulumi/pulumi/proto/engine_grpc_pb";
 import * as engproto from "@pulumi/pulumi/proto/engine_pb";
 import { Empty } from "google-protobuf/google/protobuf/empty_pb";
 import { Struct } from "google-protobuf/google/protobuf/struct_pb";
+import { previewCreate } from "./previews";
 import { decode } from "./wire";
 
 export const STACK_TYPE = "pulumi:pulumi:Stack";
@@ -214,9 +215,9 @@ export class Monitor {
                 throw err;
             }
         } else {
-            // Preview of a create: no id yet, and the provider's preview echoes the inputs; every other output is
+            // Preview of a create, as the resource's provider answers it (previews.ts): the inputs; every other output
             // unknown, which the SDK applies to the properties it does not get back (runtime/resource.js resolveOutputs).
-            outcome = { id: "", outputs: wire };
+            outcome = previewCreate(r);
         }
         return res.setId(outcome.id ?? "").setObject(Struct.fromJavaScript(outcome.outputs as any));
     }

@@ -1,11 +1,12 @@
 // The steps a preview shows, given the test engine's state file from an earlier `up` (tests/engine/state.ts:
 // resources keyed by URN with their plain inputs and outputs). For a resource whose inputs are
 // unchanged the engine answers the program with the old id and outputs (so what depends on it stays known);
-// for anything else it answers as a preview of that step does: the inputs, every other output unknown,
-// so a replacement's unknown outputs flow into its dependents as they would under the real engine.
+// for anything else it answers as that provider's preview of that step does (previews.ts), so a replacement's
+// unknown outputs flow into its dependents as they would under the real engine.
 import { OpKind, State, diff } from "../engine/state";
 import type { Outcome, Registration } from "./monitor";
-import { decode, encode, plain } from "./wire";
+import { previewOutcome } from "./previews";
+import { decode, plain } from "./wire";
 
 export interface Step {
     op: OpKind;
@@ -28,7 +29,7 @@ export class StepPlanner {
         const old = this.state.resources[key];
         const op = diff(r.type, old, plain(decode(r.wire)));
         this.steps.push({ op, type: r.type, name: r.name, urn: r.urn, custom: true });
-        return op === "same" ? { id: old.id, outputs: encode(old.outputs) } : { id: "", outputs: r.wire };
+        return previewOutcome(op, r, old);
     };
 
     /** Components and the stack: created on a first run, otherwise unchanged (they have no provider and no inputs to diff). */

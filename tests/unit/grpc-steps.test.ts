@@ -31,7 +31,7 @@ describe("preview steps against a state file", () => {
         const same = await p.onRegister(reg("same", { create: "a", triggers: ["a"] }));
         assert.deepEqual(same, { id: "same-1", outputs: { create: "a", triggers: ["a"], stdout: "{\"ok\":true}" } });
         const update = await p.onRegister(reg("text", { create: "b", triggers: ["t"] }));
-        assert.equal(update.id, "", "a changed resource has no known id in preview");
+        assert.equal(update.id, "text-1", "an update keeps its id in preview (step.go UpdateStep.Apply)");
         await p.onRegister(reg("trig", { create: "a", triggers: ["04da6b54-80e4-46f7-96ec-b56ff0331ba9"] }));
         await p.onRegister(reg("new", { create: "n", triggers: ["n"] }));
         assert.deepEqual(p.steps.map(s => [s.name, s.op]), [["same", "same"], ["text", "update"], ["trig", "replace"], ["new", "create"]]);
@@ -43,5 +43,17 @@ describe("preview steps against a state file", () => {
         await p.onRegister(reg("x", { create: "a" }));
         assert.deepEqual(p.steps.map(s => s.op), ["create"]);
         assert.deepEqual(p.deletes(), []);
+    });
+
+    it("a command updated in preview keeps its id, so what follows it (its id in their triggers) stays the same", async () => {
+        const p = new StepPlanner(state);
+        const pre = await p.onRegister(reg("text", { create: "changed", triggers: ["t"] }));
+        await p.onRegister(reg("follower", { create: "f", triggers: ["f", pre.id] }));
+        const followerState: State = { resources: { ...state.resources, [`urn:pulumi:s::p::${COMMAND}::follower`]:
+            { urn: `urn:pulumi:s::p::${COMMAND}::follower`, dependencies: [], type: COMMAND, name: "follower", id: "f-1", inputs: { create: "f", triggers: ["f", "text-1"] }, outputs: {}, seq: 5 } } };
+        const q = new StepPlanner(followerState);
+        const again = await q.onRegister(reg("text", { create: "changed", triggers: ["t"] }));
+        await q.onRegister(reg("follower", { create: "f", triggers: ["f", again.id] }));
+        assert.deepEqual(q.steps.map(s => [s.name, s.op]), [["text", "update"], ["follower", "same"]]);
     });
 });
