@@ -28,12 +28,21 @@ export function withoutFrames<T>(f: () => T): T {
     }
 }
 
+/** The SDK's debuggable module; undefined where an SDK does not have it (nothing to drop: only slower). */
+function sdkDebuggable(): DebuggableModule | undefined {
+    try {
+        return require("@pulumi/pulumi/runtime/debuggable") as DebuggableModule;
+    } catch {
+        return undefined;
+    }
+}
+
 /**
  * Makes the SDK's per-promise debug stacks frameless for the rest of the process (idempotent). Untouched when
  * PULUMI_DEBUG_PROMISE_LEAKS is set, the one case the SDK reads them. `sdk` is the SDK's debuggable module (tests).
  */
-export function dropPromiseStacks(sdk: DebuggableModule = require("@pulumi/pulumi/runtime/debuggable")): void {
-    if (process.env.PULUMI_DEBUG_PROMISE_LEAKS) return;
+export function dropPromiseStacks(sdk: DebuggableModule | undefined = sdkDebuggable()): void {
+    if (process.env.PULUMI_DEBUG_PROMISE_LEAKS || !sdk) return;
     const original = sdk.debuggablePromise as DebuggablePromise & { [FRAMELESS]?: true };
     if (typeof original !== "function" || original[FRAMELESS]) return;
     const frameless = (<T>(p: Promise<T>, ctx: unknown) => withoutFrames(() => original(p, ctx))) as DebuggablePromise & { [FRAMELESS]?: true };

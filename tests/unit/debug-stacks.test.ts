@@ -32,6 +32,12 @@ test("after dropPromiseStacks the SDK's debug stacks have no frames; other stack
     assert.equal(module.debuggablePromise, once);
 });
 
+test("an SDK without the function is left as it is (only slower)", () => {
+    const other = { debuggablePromise: undefined } as unknown as Debuggable;
+    assert.doesNotThrow(() => dropPromiseStacks(other));
+    assert.equal(other.debuggablePromise, undefined);
+});
+
 test("withoutFrames restores the limit, even on a throw, and the error keeps its message", () => {
     const before = Error.stackTraceLimit;
     assert.equal(withoutFrames(() => 7), 7);
