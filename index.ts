@@ -1,6 +1,6 @@
 // The program: stack config → SparkCluster → outputs.
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls, withoutPromiseStacks } from "./components";
+import { CONFIG_NAMESPACE, SparkCluster, parseSpec, readConfig, readGivenTls, dropPromiseStacks } from "./components";
 import { checked } from "./components/wiring";
 
 const config = new pulumi.Config(CONFIG_NAMESPACE);
@@ -9,14 +9,15 @@ const config = new pulumi.Config(CONFIG_NAMESPACE);
 // with an unhandled exception" and its stack (@pulumi/pulumi 3.276.0 cmd/run/run.js uncaughtHandler).
 const spec = checked(() => parseSpec(readConfig(config), readGivenTls(config)));
 
-// Without the SDK's per-promise debug stacks while the resources are built (components/debugStacks.ts).
-const cluster = withoutPromiseStacks(() => new SparkCluster("spark", {
+// Without the SDK's per-promise debug stacks (components/debugStacks.ts): most of the evaluation's CPU time at scale.
+dropPromiseStacks();
+const cluster = new SparkCluster("spark", {
     spec,
     sshPrivateKey: config.getSecret("sshPrivateKey"),
     hfToken: config.getSecret("hfToken"),
     // endpoint.tls "given": the chain and key, only ever on the proxy-tls command's stdin.
     tls: spec.endpoint.tls === "given" ? { certificate: config.requireSecret("tlsCertificate"), privateKey: config.requireSecret("tlsPrivateKey") } : undefined,
-}));
+});
 
 export const endpoint = cluster.endpoint;
 export const modelName = cluster.modelName;

@@ -16,4 +16,4 @@ export { SparkCluster, SparkClusterArgs } from "./sparkCluster";
 export { GivenCertificate } from "./endpointProxy";
 export { readConfig, readGivenTls } from "./config";
 export { GivenTlsTexts, givenTlsProblems } from "./givenTls";
-export { withoutPromiseStacks } from "./debugStacks";
+export { dropPromiseStacks } from "./debugStacks";

@@ -251,12 +251,13 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         dependsOn: [n.of("proxy-pull"), n.of("proxy-conf")], replacedBy: [n.of("proxy-pull")] });
 
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
-    // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text is in its
-    // triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures a
-    // running vLLM's memory.
+    // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text's digest is
+    // in its triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures
+    // a running vLLM's memory. The digest, not the text: the head's launch names every Ray node (its gate), so its
+    // text in every host's triggers was N copies of a list of N (issue 17).
     const memory = hosts.map(h => n.host(h.host.name, "memory"));
     hosts.forEach((h, i) => command(memory[i], h.host, h.memoryGate, {
-        triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])],
+        triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])].map(sha256),
         dependsOn: [container(h.host), n.of("compat"), ...(h.fabricRank ? [n.host(h.host.name, "fabric")] : []), ...(plan.backend === "ray" ? [formed] : [])],
         replacedBy: [...new Set([container(h.host), formed]), n.of("api-key")], deleteBeforeReplace: true }));
     command(n.of("vllm-launch"), head, plan.vllmLaunch, {

@@ -1,3 +1,4 @@
+import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
@@ -92,7 +93,9 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
         // 3. One idle container per host.
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
-        wiring.gate(names.of("containers"), parent, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(",")));
+        // Its value, which the fabric ranks (and head-then-copy's weights) carry in their triggers, is one digest of every
+        // container's id: the ids themselves were N per follower (issue 17).
+        wiring.gate(names.of("containers"), parent, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => crypto.createHash("sha256").update(ids.join(",")).digest("hex")));
         // 4. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
         // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token

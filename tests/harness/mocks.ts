@@ -39,6 +39,8 @@ export interface EvaluateOptions {
     manifestOverrides?: Record<string, Record<string, number>>;
     /** Resource name → milliseconds its registration takes (a slow host), to show what waits for it. */
     delays?: Record<string, number>;
+    /** A file where bench/measure-preload.mjs writes the evaluating process' CPU time and peak RSS (bench/mocks.ts). */
+    measureOut?: string;
 }
 
 export function evaluateWithMocks(config: Record<string, unknown>, opts: EvaluateOptions = {}): Evaluation {
@@ -47,10 +49,12 @@ export function evaluateWithMocks(config: Record<string, unknown>, opts: Evaluat
         const request = path.join(dir, "request.json");
         fs.writeFileSync(request, JSON.stringify({ stack: opts.stack ?? "test", config, preview: opts.preview ?? false, digestOverrides: opts.digestOverrides, manifestOverrides: opts.manifestOverrides, delays: opts.delays }));
         // A program error also exits non-zero, as `pulumi up` does; the JSON it wrote says what happened.
-        const run = spawnSync(process.execPath, ["--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
+        const measure = opts.measureOut ? ["--import", path.join(ROOT, "bench", "measure-preload.mjs")] : [];
+        const run = spawnSync(process.execPath, [...measure, "--import", "tsx", path.join(__dirname, "recording-run.ts"), request], {
             cwd: ROOT,
             encoding: "utf8",
             maxBuffer: 256 * 1024 * 1024,
+            ...(opts.measureOut ? { env: { ...process.env, BENCH_MEASURE_OUT: opts.measureOut } } : {}),
         });
         if (!fs.existsSync(`${request}.out`)) throw new Error(`the program evaluation wrote no result (exit ${run.status}): ${run.stderr}`);
         return JSON.parse(fs.readFileSync(`${request}.out`, "utf8"));

@@ -137,7 +137,7 @@ test("triggers: a vLLM flag changes the vLLM launch and the memory gates before 
     const a = evaluateWithMocks(base).resources;
     const changed = (other: RecordedResource[]) =>
         other.filter(r => JSON.stringify(r.inputs) !== JSON.stringify(a.find(x => x.name === r.name)?.inputs)).map(r => r.name).sort();
-    // The gates carry the launch text in their triggers: every new launch is preceded by a fresh memory check.
+    // The gates carry the launch text's digest in their triggers: every new launch is preceded by a fresh memory check.
     assert.deepEqual(changed(evaluateWithMocks(flag).resources), [n.host("spark-a", "memory"), n.host("spark-b", "memory"), n.of("vllm-launch")]);
     assert.deepEqual(changed(evaluateWithMocks(image).resources),
         // The memory gates' flush can fall back to a throw-away container of the image: it names the image.

@@ -112,3 +112,30 @@ test("program: the gates order: with one host's preflight slow, no image is pull
     for (const r of images) assert.ok(r.dependencies!.includes(r.name.replace(/-image$/, "-preflight")), `${r.name}: ${r.dependencies}`);
     for (const r of containers) assert.ok(r.dependencies!.includes(r.name.replace(/-container$/, "-image")), `${r.name}: ${r.dependencies}`);
 });
+
+/** Bytes of a registration's inputs as JSON: what its request, its response and the SDK's debug log each carry. */
+const inputBytes = (r: RecordedResource) => JSON.stringify(r.inputs).length;
+
+for (const [variant, change] of VARIANTS.slice(0, 2))
+    test(`program (${variant}): no per-host registration carries more bytes with more hosts; only the gatherers' inputs grow`, () => {
+        const size = { bytes: (r: RecordedResource) => Array.from({ length: inputBytes(r) }) as string[] };
+        const [small, large] = [longest(registrations(3, change), r => r.name, size), longest(registrations(7, change), r => r.name, size)];
+        // A host's inputs name only their host (same-width names and addresses here); a few digits may differ (a rank, a world size).
+        const grew = [...large].filter(([k, row]) => !GATHERERS.has(k) && row.bytes > (small.get(k)?.bytes ?? 0) + 16)
+            .map(([k, row]) => `${k}: ${small.get(k)?.bytes} → ${row.bytes} bytes`);
+        assert.deepEqual(grew, [], "registrations whose inputs grow with the hosts");
+    });
+
+test("program: the helper program travels once per host, on its tools command's stdin, and in no other input", () => {
+    const rs = registrations(3);
+    const tools = rs.filter(r => /^spark-spark-\d{3}-tools$/.test(r.name));
+    assert.equal(tools.length, 3);
+    const packed = String(tools[0].inputs.stdin);
+    assert.ok(packed.length > 10_000, `the packed program (${packed.length} bytes) is on stdin`);
+    for (const t of tools) assert.equal(t.inputs.stdin, packed, `${t.name}: the same program`);
+    // Any 200 characters of it: a copy, whole or in part, in any other input would hold them.
+    const sample = packed.slice(packed.length / 2, packed.length / 2 + 200);
+    const carriers = rs.filter(r => JSON.stringify(r.inputs).includes(sample)).map(r => r.name).sort();
+    assert.deepEqual(carriers, tools.map(t => t.name).sort());
+    for (const t of tools) assert.ok(JSON.stringify({ ...t.inputs, stdin: undefined }).length < 4000, `${t.name}: no second copy beside stdin`);
+});
