@@ -9,7 +9,7 @@ import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
-import { API_KEY_FILE, LaunchRecord, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
+import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
 
 export { containerName, toolsProgram };
 
@@ -22,6 +22,8 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
+    /** Runs on an update instead of `create` again (pulumi-command v1.2.1 remote/commandController.go Update). */
+    update?: string;
     /**
      * Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token;
      * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/givenTls.ts).
@@ -497,12 +499,25 @@ function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPl
     // The throw-away container (when neither root nor sudo) carries the owner's labels too.
     const flush = { host: host.name, image: spec.image.reference, ...(owner ? { labels: Object.fromEntries(ownerLabels(owner, spec)) } : {}) };
     const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
+    const container = containerName(host.name);
+    const flushLine = withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)])));
+    const checkLine = withTimeout(60, dockerExec(container, tools(spec, ["memory-check", json(check)])));
+    // What holds this host's memory once vLLM runs: its `vllm serve` (the head's, an mp worker's headless one), or on a
+    // Ray worker the Ray that runs vLLM's workers as its actors.
+    const servesHere = host === spec.hosts[0] || spec.vllm.backend === "mp";
+    const holder = servesHere ? { what: "vLLM", running: `[ -f ${shq(`${RECORDS_DIR}/vllm.json`)} ] && ${pidFileRunning(vllmFiles(spec).pidFile)}` }
+        : { what: "Ray, which runs vLLM's workers here,", running: `[ -f ${shq(`${RECORDS_DIR}/ray.json`)} ] && ${commRunning("raylet")}` };
     return {
-        create: script([
-            withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)]))),
-            withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-check", json(check)]))),
+        create: script([flushLine, checkLine]),
+        // An update (a new SSH key or connection: pulumi-command v1.2.1 remote/commandController.go Update runs `update`
+        // when set, else `create` again) relaunches nothing: the launches follow this gate's id, which an update keeps, and
+        // keep what runs (launches.ts keepIfSame). A running vLLM holds the memory this would measure, and the check would
+        // refuse the very server it gates: it is measured only when nothing of this cluster holds it here.
+        update: script([
+            flushLine,
+            `if ${withTimeout(30, dockerExecScript(container, holder.running))} 2>/dev/null; then echo ${shq(`${host.name}: ${holder.what} runs and holds its memory: not measured again (an update relaunches nothing)`)}; else ${checkLine}; fi`,
         ]),
-        timeoutSeconds: 210,
+        timeoutSeconds: 240,
     };
 }
 
