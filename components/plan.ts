@@ -532,9 +532,16 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
         host: host.name, hcas: host.fabric.hcas, timeoutSeconds: spec.probes.fabricTimeoutSeconds, logDir: spec.logDir,
     };
     const seconds = spec.probes.fabricTimeoutSeconds + 60;
+    const create = withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)])));
+    const verdict = shq(`${spec.logDir}/fabric-rank${rank}.json`);
     return {
-        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)]))),
-        delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)}`,
+        create,
+        // An update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) comes
+        // after the launches, which it does not relaunch: vLLM's mp rendezvous holds vllm.masterPort on the head, and the
+        // fabric carries vLLM's traffic. The fabric proven before is reported again (fabric.py keeps the verdict in logDir,
+        // under the same path in the container); without it, the check runs.
+        update: `if [ -s ${verdict} ]; then echo ${shq(`fabric: ${host.name}: proven when the cluster was launched; an update relaunches nothing, so the same verdict:`)}; cat ${verdict}; else ${create}; fi`,
+        delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)} ${verdict}`,
         timeoutSeconds: seconds,
     };
 }

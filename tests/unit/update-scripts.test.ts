@@ -1,7 +1,9 @@
-// The memory gate on an update (a new SSH key: every remote command is updated, pulumi-command v1.2.1
-// remote/commandController.go Update runs `update` when set): while this cluster's vLLM (or, on a Ray worker, the Ray
+// What an update runs (a new SSH key: every remote command is updated, and pulumi-command v1.2.1
+// remote/commandController.go Update runs `update` when set, else `create` again), for the commands whose create must
+// not run again beside a running cluster. The memory gate: while this cluster's vLLM (or, on a Ray worker, the Ray
 // that runs vLLM's workers) runs on the host, it holds the memory the gate would measure, and a measurement would
-// refuse the server it gates. The generated shell, run for real (tests/harness/container-shell.ts).
+// refuse the server it gates. The fabric check: vLLM's mp rendezvous holds vllm.masterPort, which the all-reduce
+// would bind again (EADDRINUSE). The generated shell, run for real (tests/harness/container-shell.ts).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -93,7 +95,32 @@ test("an update script reaches the remote.Command inputs of the memory gates and
         edit(raw);
         return plannedResources(planCluster(parseSpec(raw))).filter(r => r.type === COMMAND && r.inputs.update !== undefined).map(r => r.name).sort();
     };
-    const gates = [N.host("spark-a", "memory"), N.host("spark-b", "memory")];
-    assert.deepEqual(withUpdate(), [...gates, N.of("proxy-conf")].sort());
-    assert.deepEqual(withUpdate(r => (r.endpoint = { tls: "generated" })), [...gates, N.of("proxy-conf"), N.of("proxy-tls")].sort());
+    const always = [N.host("spark-a", "memory"), N.host("spark-b", "memory"), N.host("spark-a", "fabric"), N.host("spark-b", "fabric"), N.of("proxy-conf")];
+    assert.deepEqual(withUpdate(), always.sort());
+    assert.deepEqual(withUpdate(r => (r.endpoint = { tls: "generated" })), [...always, N.of("proxy-tls")].sort());
+});
+
+test("fabric rank update: the verdict kept in logDir is reported again without an all-reduce; without one, the check runs", () => {
+    const shell = containerShell();
+    try {
+        const raw = rawConfig(2);
+        raw.logDir = path.join(shell.root, "log");
+        fs.mkdirSync(raw.logDir);
+        const rank = planCluster(parseSpec(raw)).hosts[0].fabricRank!;
+        const fresh = shell.run(rank.update!);
+        assert.equal(fresh.status, 0, fresh.stderr);
+        assert.ok(fresh.calls.some(c => / fabric-check /.test(c)), "no verdict: the check runs");
+        const verdict = JSON.stringify({ host: "spark-a", rank: 0, transport: "NET/Socket" });
+        fs.writeFileSync(path.join(raw.logDir, "fabric-rank0.json"), `${verdict}\n`);
+        const again = shell.run(rank.update!);
+        assert.equal(again.status, 0, again.stderr);
+        assert.deepEqual(again.calls, [], "no all-reduce");
+        assert.equal(again.stdout.trim().split("\n").pop(), verdict, "the verdict is the last line, as components/fabricCheck.ts reads it");
+        assert.match(again.stdout, /^fabric: spark-a: proven when the cluster was launched; an update relaunches nothing, so the same verdict:$/m);
+        assert.ok(shell.run(rank.create).calls.some(c => / fabric-check /.test(c)), "create always checks");
+        assert.equal(shell.run(rank.delete!).status, 0);
+        assert.deepEqual(fs.readdirSync(raw.logDir), [], "the delete removes the verdict with the logs");
+    } finally {
+        shell.remove();
+    }
 });
