@@ -6,11 +6,10 @@
 // A secret's value is never typed here: --rotate names it, and the entries say what reads it (`connection`, `secretStdin`,
 // a gate's `secretDigest`).
 import { isDeepStrictEqual } from "util";
-import { ClusterPlan, planCluster } from "../components/plan";
+import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
 import { SECRET_KEYS, SECRET_SET, SpecError, parseSpec } from "../components/spec";
 import { argvLine } from "../components/scripts";
 import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } from "../components/resources";
-import { CommandPlan } from "../components/plan";
 import { KEPT } from "../components/launches";
 import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/givenTls";
 import { planResources, verdicts } from "../policies/offline";
@@ -183,7 +182,7 @@ export async function diffCommand(args: string[]): Promise<number> {
     const changes = diffPlans(before, after, rotated);
     const failed = verdicts(planResources(after, stack)).filter(v => v.enforcementLevel === "mandatory" && v.violations.length > 0);
     const setText = [sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" "), ...rotated.map(k => `a new ${k}`)].filter(Boolean).join(", ");
-    // Per rotated secret: how many planned resources read it; none means a new value changes nothing.
+    // Per rotated secret: the planned resources that read it; none means a new value changes nothing.
     const planned = plannedResources(after);
     const readers = Object.fromEntries(rotated.map(k => [k, planned.filter(r => readsSecret(r, k)).map(r => r.name)]));
     const diffs = [

@@ -2,12 +2,15 @@
 // a new `connection.privateKey` for every remote.Command; only `triggers` replace a command (pulumi-command v1.2.1
 // provider/pkg/provider/common/inputs.go: `provider:"replaceOnChanges"`), so each is updated, and an update runs
 // `create` again (remote/commandController.go Update). A launch keeps the identical process it finds running
-// (components/launches.ts keepIfSame): vLLM's and Ray's processes, the containers and the proxy stay as they are.
+// (components/launches.ts keepIfSame): vLLM's and Ray's processes, the containers and the proxy stay as they are; the
+// memory gates do not measure the memory vLLM holds, and the generated certificate is kept (components/plan.ts,
+// proxyPlan.ts `update`).
 // A new spark-vllm:hfToken is the weights commands' stdin (model.weights: download): they are updated, nothing else.
 import { after, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
 import { simSuite } from "./suite";
@@ -20,7 +23,8 @@ import { containerName, proxyContainerName, resourceNames } from "../../componen
 const N = resourceNames();
 // The HF token reaches the weights commands' stdin only when they download (components/plan.ts weights). The sim's
 // hosts hold the model already, so the download strategy reads the token and finds nothing to fetch (weights.py).
-const suite = simSuite("rotation", { weights: "download" });
+// A generated certificate: a rotation must keep the one clients pinned, and the proxy serving it.
+const suite = simSuite("rotation", { weights: "download", endpoint: { tls: "generated" } });
 const SSH_KEY = "spark-vllm:sshPrivateKey", HF_TOKEN = "spark-vllm:hfToken";
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-rotation-"));
 after(() => fs.rmSync(work, { recursive: true, force: true }));
@@ -85,9 +89,17 @@ async function containerStarts(): Promise<Record<string, string>> {
     return out;
 }
 
-async function answers(report: Report, apiKey: string): Promise<void> {
-    const res = await fetch(`${report.outputs?.endpoint}/models`, { headers: { Authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(10_000) });
-    assert.equal(res.status, 200, await res.text());
+/** GET /models over https trusting only `ca`, the certificate the first `up` gave clients to pin. */
+function answers(report: Report, apiKey: string, ca: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+        const req = https.request(`${report.outputs?.endpoint}/models`, { ca, headers: { Authorization: `Bearer ${apiKey}` }, timeout: 10_000 }, res => {
+            let body = "";
+            res.on("data", d => (body += d));
+            res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}: ${body}`))));
+        });
+        req.on("error", reject);
+        req.end();
+    });
 }
 
 const commandNames = (statePath: string) => Object.values(loadState(statePath).resources).filter(e => e.type === COMMAND).map(e => e.name).sort();
@@ -111,7 +123,9 @@ describe("secret rotations on two simulated Sparks", () => {
             const first = await up(stack);
             assert.equal(first.error, undefined, first.error);
             const apiKey = first.outputs?.apiKey as string;
-            await answers(first, apiKey);
+            const pinned = first.outputs?.endpointCertificate as string;
+            assert.match(pinned, /BEGIN CERTIFICATE/);
+            await answers(first, apiKey, pinned);
             const commands = commandNames(stack.statePath);
             assert.ok(commands.includes(N.of("vllm-launch")) && commands.includes(N.of("ray-head")), commands.join(", "));
             // A running vLLM holds gpuMemoryUtilization × total of a Spark's unified memory (0.85 × 121.69 GiB); the
@@ -136,7 +150,8 @@ describe("secret rotations on two simulated Sparks", () => {
             assert.deepEqual(kept.sort(), [N.of("ray-head"), N.host("spark-b", "ray"), N.of("vllm-launch")].sort(), "the launches kept what runs");
             assert.deepEqual(await processes(), pids, "vLLM's and Ray's processes (pid, start time) are the same");
             assert.deepEqual(await containerStarts(), started, "no container was replaced or restarted");
-            await answers(rotated, apiKey);
+            assert.equal(rotated.outputs?.endpointCertificateSha256, first.outputs?.endpointCertificateSha256, "the certificate clients pinned");
+            await answers(rotated, apiKey, pinned);
             const again = await up(stack);
             assert.equal(again.error, undefined, again.error);
             assert.deepEqual(changes(again), [], "a further up changes nothing");
@@ -154,10 +169,39 @@ describe("secret rotations on two simulated Sparks", () => {
                 assert.ok(accepted.length > 0 && accepted.every(f => f === keyB.fingerprint), `${h.name}: sshd accepted ${accepted.join(", ")}; B is ${keyB.fingerprint}`);
             }
             assert.deepEqual(await processes(), pids, "still the same vLLM and Ray");
-            await answers(token, apiKey);
+            await answers(token, apiKey, pinned);
         } finally {
             // The Docker provider and the sim's own clients log in with A (the agent, the sim's ssh config): back for destroy.
             if (revoked) await authorize(keyA.publicLine);
+            for (const h of suite.sim.hosts) await suite.sim.setFaults(h.name, null);
+        }
+        assert.deepEqual((await destroy(stack)).errors, []);
+        assert.deepEqual(await leftovers(suite.sim), []);
+    });
+});
+
+describe("an SSH key rotation under vLLM's own multi-node launch (mp)", () => {
+    test("every remote command is updated; both vllm serve (the head's and the headless worker's) keep running, and the rendezvous port they hold is not asked for again", async () => {
+        const keyC = keygen("c");
+        const stack = suite.stack("rotate-mp", { vllm: { backend: "mp" } });
+        stack.secretKeys = [SSH_KEY];
+        stack.config[SSH_KEY] = fs.readFileSync(suite.sim.sshKeyFile, "utf8");
+        try {
+            const first = await up(stack);
+            assert.equal(first.error, undefined, first.error);
+            for (const h of suite.sim.hosts) await suite.sim.setFaults(h.name, { memory_held_gib: 103.44 });
+            const pids = await processes();
+            for (const h of suite.sim.hosts) assert.equal(pids[h.name].length, 1, `one vllm serve, no Ray, on ${h.name}: ${JSON.stringify(pids)}`);
+            const started = await containerStarts();
+            await authorize(keyC.publicLine);
+            stack.config[SSH_KEY] = keyC.privateKey;
+            const rotated = await up(stack);
+            assert.equal(rotated.error, undefined, rotated.error);
+            assert.deepEqual(changes(rotated).map(o => `${o.op} ${o.name}`).sort(), commandNames(stack.statePath).map(n => `update ${n}`));
+            assert.deepEqual(await processes(), pids, "the same vllm serve on both hosts");
+            assert.deepEqual(await containerStarts(), started);
+            assert.deepEqual(changes(await up(stack)), []);
+        } finally {
             for (const h of suite.sim.hosts) await suite.sim.setFaults(h.name, null);
         }
         assert.deepEqual((await destroy(stack)).errors, []);
