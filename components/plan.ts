@@ -491,6 +491,18 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
 }
 
 /**
+ * Shell test, on the host: what this cluster runs on HOST's GPU and fabric is running (its launch's record is there and
+ * its process runs): its `vllm serve` (the head's, an mp worker's headless one), or on a Ray worker the Ray that runs
+ * vLLM's workers as its actors.
+ */
+function clusterOnHost(spec: ClusterSpec, host: HostSpec): { what: string; running: string } {
+    const servesHere = host === spec.hosts[0] || spec.vllm.backend === "mp";
+    const test = servesHere ? `[ -f ${shq(`${RECORDS_DIR}/vllm.json`)} ] && ${pidFileRunning(vllmFiles(spec).pidFile)}`
+        : `[ -f ${shq(`${RECORDS_DIR}/ray.json`)} ] && ${commRunning("raylet")}`;
+    return { what: servesHere ? "vLLM" : "Ray, which runs vLLM's workers here,", running: withTimeout(30, dockerExecScript(containerName(host.name), test)) };
+}
+
+/**
  * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
@@ -502,11 +514,7 @@ function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPl
     const container = containerName(host.name);
     const flushLine = withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)])));
     const checkLine = withTimeout(60, dockerExec(container, tools(spec, ["memory-check", json(check)])));
-    // What holds this host's memory once vLLM runs: its `vllm serve` (the head's, an mp worker's headless one), or on a
-    // Ray worker the Ray that runs vLLM's workers as its actors.
-    const servesHere = host === spec.hosts[0] || spec.vllm.backend === "mp";
-    const holder = servesHere ? { what: "vLLM", running: `[ -f ${shq(`${RECORDS_DIR}/vllm.json`)} ] && ${pidFileRunning(vllmFiles(spec).pidFile)}` }
-        : { what: "Ray, which runs vLLM's workers here,", running: `[ -f ${shq(`${RECORDS_DIR}/ray.json`)} ] && ${commRunning("raylet")}` };
+    const holder = clusterOnHost(spec, host);
     return {
         create: script([flushLine, checkLine]),
         // An update (a new SSH key or connection: pulumi-command v1.2.1 remote/commandController.go Update runs `update`
@@ -515,7 +523,7 @@ function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPl
         // refuse the very server it gates: it is measured only when nothing of this cluster holds it here.
         update: script([
             flushLine,
-            `if ${withTimeout(30, dockerExecScript(container, holder.running))} 2>/dev/null; then echo ${shq(`${host.name}: ${holder.what} runs and holds its memory: not measured again (an update relaunches nothing)`)}; else ${checkLine}; fi`,
+            `if ${holder.running} 2>/dev/null; then echo ${shq(`${host.name}: ${holder.what} runs and holds its memory: not measured again (an update relaunches nothing)`)}; else ${checkLine}; fi`,
         ]),
         timeoutSeconds: 240,
     };
@@ -534,13 +542,19 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
     const seconds = spec.probes.fabricTimeoutSeconds + 60;
     const create = withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)])));
     const verdict = shq(`${spec.logDir}/fabric-rank${rank}.json`);
+    const holder = clusterOnHost(spec, host);
     return {
         create,
         // An update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) comes
         // after the launches, which it does not relaunch: vLLM's mp rendezvous holds vllm.masterPort on the head, and the
         // fabric carries vLLM's traffic. The fabric proven before is reported again (fabric.py keeps the verdict in logDir,
-        // under the same path in the container); without it, the check runs.
-        update: `if [ -s ${verdict} ]; then echo ${shq(`fabric: ${host.name}: proven when the cluster was launched; an update relaunches nothing, so the same verdict:`)}; cat ${verdict}; else ${create}; fi`,
+        // under the same path in the container); without one (a cluster launched by a spark-vllm that kept none) while
+        // the cluster runs here, it is not measured; otherwise the check runs.
+        update: script([
+            `if [ -s ${verdict} ]; then echo ${shq(`fabric: ${host.name}: proven when the cluster was launched; an update relaunches nothing, so the same verdict:`)}; cat ${verdict}`,
+            `elif ${holder.running} 2>/dev/null; then echo ${shq(json({ host: host.name, rank, notMeasured: `${holder.what} runs on the fabric; an update relaunches nothing` }))}`,
+            `else ${create}; fi`,
+        ]),
         delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)} ${verdict}`,
         timeoutSeconds: seconds,
     };

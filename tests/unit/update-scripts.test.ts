@@ -100,8 +100,9 @@ test("an update script reaches the remote.Command inputs of the memory gates and
     assert.deepEqual(withUpdate(r => (r.endpoint = { tls: "generated" })), [...always, N.of("proxy-tls")].sort());
 });
 
-test("fabric rank update: the verdict kept in logDir is reported again without an all-reduce; without one, the check runs", () => {
+test("fabric rank update: the verdict kept in logDir is reported again without an all-reduce; without one, the check runs unless vLLM runs", () => {
     const shell = containerShell();
+    const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
     try {
         const raw = rawConfig(2);
         raw.logDir = path.join(shell.root, "log");
@@ -120,7 +121,17 @@ test("fabric rank update: the verdict kept in logDir is reported again without a
         assert.ok(shell.run(rank.create).calls.some(c => / fabric-check /.test(c)), "create always checks");
         assert.equal(shell.run(rank.delete!).status, 0);
         assert.deepEqual(fs.readdirSync(raw.logDir), [], "the delete removes the verdict with the logs");
+        // No verdict (launched by a spark-vllm that kept none) while this cluster's vLLM runs here: not measured.
+        const records = shell.inside(RECORDS_DIR);
+        fs.mkdirSync(records, { recursive: true });
+        fs.writeFileSync(path.join(records, "vllm.json"), "{}\n");
+        fs.writeFileSync(path.join(raw.logDir, "vllm-serve.pid"), `${sleeper.pid} ${startTime(sleeper.pid!)}\n`);
+        const running = shell.run(rank.update!);
+        assert.equal(running.status, 0, running.stderr);
+        assert.deepEqual(running.calls, [], "no all-reduce beside the running vLLM");
+        assert.deepEqual(JSON.parse(running.stdout.trim().split("\n").pop()!), { host: "spark-a", rank: 0, notMeasured: "vLLM runs on the fabric; an update relaunches nothing" });
     } finally {
+        sleeper.kill("SIGKILL");
         shell.remove();
     }
 });
