@@ -114,10 +114,8 @@ describe("secret rotations on two simulated Sparks", () => {
         keyA.fingerprint = fingerprint(path.join(work, "a.pub"));
         const keyB = keygen("b");
 
-        const stack = suite.stack("rotate");
-        stack.secretKeys = [SSH_KEY, HF_TOKEN];
-        stack.config[SSH_KEY] = keyA.privateKey;
-        stack.config[HF_TOKEN] = "hf_tokenAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        const stack = suite.stack("rotate", { secrets: { sshPrivateKey: keyA.privateKey, hfToken: "hf_tokenAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" } });
+        assert.deepEqual(stack.secretKeys, [SSH_KEY, HF_TOKEN]);
         let revoked = false;
         try {
             const first = await up(stack);
@@ -140,9 +138,14 @@ describe("secret rotations on two simulated Sparks", () => {
             // The SSH key: B is authorized beside A on both hosts, then the stack's secret becomes B.
             await authorize(keyB.publicLine);
             stack.config[SSH_KEY] = keyB.privateKey;
+            const rotationFrom = Object.fromEntries(suite.sim.hosts.map(h => [h.name, logLength(h.name)]));
             const kept: string[] = [];
             const rotated = await up(stack, { onEvent: (e: EngineEvent) => { if (e.kind === "end" && e.stdout?.includes("already runs as this launch declares it; kept")) kept.push(e.name); } });
             assert.equal(rotated.error, undefined, rotated.error);
+            // Which key the test engine's OpenSSH logged in with while both were authorized (the provider's Go client
+            // offers the connection's key first, connection.go SSHConfig; OpenSSH the agent's first, sshconnect2.c pubkey_prepare).
+            for (const h of suite.sim.hosts)
+                console.log(`${h.name}: keys accepted during the rotation: A ×${acceptedKeys(h.name, rotationFrom[h.name]).filter(f => f === keyA.fingerprint).length}, B ×${acceptedKeys(h.name, rotationFrom[h.name]).filter(f => f === keyB.fingerprint).length}`);
             const ops = changes(rotated);
             assert.deepEqual(ops.filter(o => o.op !== "update").map(o => `${o.op} ${o.name}`), [], "only updates");
             assert.deepEqual(ops.map(o => o.name).sort(), commands, "every remote command is updated, and nothing else");
@@ -183,9 +186,7 @@ describe("secret rotations on two simulated Sparks", () => {
 describe("an SSH key rotation under vLLM's own multi-node launch (mp)", () => {
     test("every remote command is updated; both vllm serve (the head's and the headless worker's) keep running, and the rendezvous port they hold is not asked for again", async () => {
         const keyC = keygen("c");
-        const stack = suite.stack("rotate-mp", { vllm: { backend: "mp" } });
-        stack.secretKeys = [SSH_KEY];
-        stack.config[SSH_KEY] = fs.readFileSync(suite.sim.sshKeyFile, "utf8");
+        const stack = suite.stack("rotate-mp", { vllm: { backend: "mp" }, secrets: { sshPrivateKey: fs.readFileSync(suite.sim.sshKeyFile, "utf8") } });
         try {
             const first = await up(stack);
             assert.equal(first.error, undefined, first.error);
