@@ -19,7 +19,8 @@ export const EXIT = {
 
 const USAGE = `usage:
   spark-vllm plan --stack NAME [--json]   render what a stack would do, offline
-  spark-vllm diff --stack NAME --set key=value ...   what a config change replaces or updates, offline
+  spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...]
+                                          what a config change or a secret's new value replaces or updates, offline
   spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)
   spark-vllm status --stack NAME [--json] is the cluster serving? per host, over SSH (read-only)
 

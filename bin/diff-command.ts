@@ -1,19 +1,24 @@
-// `spark-vllm diff --stack NAME --set key=value [...]`: what a config change would do to each resource,
-// offline. Plans the stack as committed and with the change, and applies the providers' rules:
-// remote.Command is replaced only when its `triggers` change (other inputs update it); docker.RemoteImage
+// `spark-vllm diff --stack NAME --set key=value [...] [--rotate SECRET ...]`: what a config change or a new secret
+// value would do to each resource, offline. Plans the stack as committed and with the change, and applies the
+// providers' rules: remote.Command is replaced only when its `triggers` change (other inputs update it); docker.RemoteImage
 // and docker.Container are replaced by any input change; a resource whose triggers hold the id of a
 // replaced resource is replaced too: the wiring is components/resources.ts, the same entries the components build.
+// A secret's value is never typed here: --rotate names it, and the entries say what reads it (`connection`, `secretStdin`,
+// a gate's `secretDigest`).
 import { isDeepStrictEqual } from "util";
-import { ClusterPlan, planCluster } from "../components/plan";
-import { SpecError, parseSpec } from "../components/spec";
+import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
+import { SECRET_KEYS, SECRET_SET, SpecError, parseSpec } from "../components/spec";
 import { argvLine } from "../components/scripts";
-import { COMMAND, CONTAINER, GATE, IMAGE, plannedResources } from "../components/resources";
+import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } from "../components/resources";
+import { KEPT } from "../components/launches";
+import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/givenTls";
 import { planResources, verdicts } from "../policies/offline";
 import { readStackFile, stackOwner } from "./plan-command";
 import { EXIT } from "./cli";
 
-const USAGE = "usage: spark-vllm diff --stack NAME --set key=value [--set key=value ...] [--json] [--dir DIR]\n" +
-    "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string";
+const USAGE = "usage: spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...] [--json] [--dir DIR]\n" +
+    "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string\n" +
+    `  SECRET: a secret given a new value (never typed here): ${SECRET_KEYS.join(", ")}; at least one --set or --rotate`;
 
 export type Op = "same" | "update" | "replace" | "create" | "delete";
 
@@ -27,8 +32,32 @@ export interface ResourceChange {
     reason?: string;
 }
 
-/** Per resource: which inputs change and whether the providers would update or replace it. */
-export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChange[] {
+/**
+ * Where each secret config key goes in the planned resources (index.ts → SparkCluster → components/wiring.ts):
+ * the SSH key into every remote command's `connection.privateKey` (Wiring.command), the others onto the stdin
+ * `secretStdin` names (components/modelWeights.ts, endpointProxy.ts). What reads them is the entries' own data.
+ */
+const SECRET_TARGETS: Record<string, "connection" | NonNullable<CommandPlan["stdin"]>> = {
+    sshPrivateKey: "connection", hfToken: "hfToken", [TLS_CERTIFICATE_KEY]: "tlsFiles", [TLS_PRIVATE_KEY]: "tlsFiles",
+};
+
+/** Why a new value of SECRET reaches this resource, or undefined when it does not (its inputs and gates say). */
+export function readsSecret(r: PlannedResource, secret: string): { input: string; reason: string } | undefined {
+    const target = SECRET_TARGETS[secret];
+    if (r.type === GATE && target !== "connection" && r.secretDigest === target)
+        return { input: "value", reason: `its value is the digest of ${secret}` };
+    if (r.type !== COMMAND) return undefined;
+    // pulumi-command v1.2.1: only `triggers` replace (provider/pkg/provider/common/inputs.go, `provider:"replaceOnChanges"`);
+    // an update runs `update`, else `create` again (provider/pkg/provider/remote/commandController.go Update).
+    const runs = r.inputs.update !== undefined ? "update runs its update script" : "update runs create again";
+    const kept = r.inputs.create.includes(KEPT) ? "; a running identical launch is kept (components/launches.ts keepIfSame)" : "";
+    if (target === "connection") return { input: "connection", reason: `connection.privateKey (secret) changes: ${runs}${kept}` };
+    if (r.secretStdin === target) return { input: "stdin", reason: `stdin (secret) carries the new ${secret}: ${runs}${kept}` };
+    return undefined;
+}
+
+/** Per resource: which inputs change and whether the providers would update or replace it; `rotated` secrets get new values. */
+export function diffPlans(before: ClusterPlan, after: ClusterPlan, rotated: readonly string[] = []): ResourceChange[] {
     const old = new Map(plannedResources(before).map(r => [r.name, r]));
     const now = plannedResources(after);
     const changes = new Map<string, ResourceChange>();
@@ -48,6 +77,18 @@ export function diffPlans(before: ClusterPlan, after: ClusterPlan): ResourceChan
         changes.set(r.name, { name: r.name, type: r.type, op, inputs, reason });
     }
     for (const o of old.values()) if (!changes.has(o.name)) changes.set(o.name, { name: o.name, type: o.type, op: "delete", inputs: [] });
+    // A new secret value: what reads it is updated (a gate holding its digest is replaced, and its followers with it).
+    for (const r of now) {
+        const c = changes.get(r.name)!;
+        if (c.op === "create" || c.op === "replace") continue;
+        for (const secret of rotated) {
+            const read = readsSecret(r, secret);
+            if (!read) continue;
+            if (!c.inputs.includes(read.input)) c.inputs.push(read.input);
+            const reasons = [...new Set([...(c.op === "same" ? [] : [c.reason]), read.reason])].filter(Boolean);
+            Object.assign(c, { op: r.type === GATE ? "replace" : "update", reason: reasons.join("; ") });
+        }
+    }
     // Replacement flows downstream: the list is in dependency order, so one pass suffices; loop anyway until stable.
     for (let moved = true; moved; ) {
         moved = false;
@@ -110,36 +151,47 @@ const parseValue = (text: string): unknown => { try { return JSON.parse(text); }
 export async function diffCommand(args: string[]): Promise<number> {
     let stack: string | undefined, json = false, dir = process.cwd();
     const sets: Array<[string, unknown]> = [];
+    const rotated: string[] = [];
     for (let i = 0; i < args.length; i++) {
         const a = args[i];
         if (a === "--stack" || a === "-s") stack = args[++i];
         else if (a === "--json") json = true;
         else if (a === "--dir") dir = args[++i];
         else if (a === "--set" && /^[^=]+=/.test(args[i + 1] ?? "")) { const s = args[++i], eq = s.indexOf("="); sets.push([s.slice(0, eq), parseValue(s.slice(eq + 1))]); }
+        else if (a === "--rotate" && args[i + 1] !== undefined) {
+            const key = args[++i].replace(/^spark-vllm:/, "");
+            // A value typed on the command line would land in shell history and process lists: only the key's name.
+            if (!SECRET_KEYS.includes(key)) { console.error(`--rotate ${key}: not a secret of spark-vllm (${SECRET_KEYS.join(", ")}); a secret's new value is never given here\n${USAGE}`); return EXIT.usage; }
+            if (!rotated.includes(key)) rotated.push(key);
+        }
         else { console.error(`unknown or incomplete argument ${a}\n${USAGE}`); return EXIT.usage; }
     }
-    if (!stack || sets.length === 0) { console.error(USAGE); return EXIT.usage; }
+    if (!stack || sets.length + rotated.length === 0) { console.error(USAGE); return EXIT.usage; }
     let before: ClusterPlan, after: ClusterPlan;
     try {
         const raw = readStackFile(dir, stack);
-        // The weights command reads the HF token from stdin only when the stack sets spark-vllm:hfToken.
-        const opts = { hfToken: raw.hfToken !== undefined, owner: stackOwner(dir, stack) };
-        before = planCluster(parseSpec(raw), undefined, opts);
-        after = planCluster(parseSpec(sets.reduce((r, [k, v]) => setPath(r, k, v), raw)), undefined, opts);
+        // The weights command reads the HF token from stdin only when the stack sets spark-vllm:hfToken; a rotated one is set.
+        const owner = stackOwner(dir, stack);
+        before = planCluster(parseSpec(raw), undefined, { hfToken: raw.hfToken !== undefined, owner });
+        const changed = rotated.reduce((r, k) => ({ ...r, [k]: SECRET_SET }), sets.reduce((r, [k, v]) => setPath(r, k, v), raw));
+        after = planCluster(parseSpec(changed), undefined, { hfToken: changed.hfToken !== undefined, owner });
     } catch (err) {
         console.error(err instanceof SpecError ? `Pulumi.${stack}.yaml with the change: ${err.message}` : String(err instanceof Error ? err.message : err));
         return EXIT.config;
     }
-    const changes = diffPlans(before, after);
+    const changes = diffPlans(before, after, rotated);
     const failed = verdicts(planResources(after, stack)).filter(v => v.enforcementLevel === "mandatory" && v.violations.length > 0);
-    const setText = sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+    const setText = [sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" "), ...rotated.map(k => `a new ${k}`)].filter(Boolean).join(", ");
+    // Per rotated secret: the planned resources that read it; none means a new value changes nothing.
+    const planned = plannedResources(after);
+    const readers = Object.fromEntries(rotated.map(k => [k, planned.filter(r => readsSecret(r, k)).map(r => r.name)]));
     const diffs = [
         unifiedDiff(argvLines(before.vllmServeArgv), argvLines(after.vllmServeArgv), `vllm serve (Pulumi.${stack}.yaml)`, `vllm serve (${setText})`),
         ...after.hosts.map((h, i) => unifiedDiff(argvLines(before.hosts[i]?.rayStartArgv ?? []), argvLines(h.rayStartArgv ?? []), `ray start on ${h.host.name} (Pulumi.${stack}.yaml)`, `ray start on ${h.host.name} (${setText})`)),
         ...after.hosts.map((h, i) => unifiedDiff((before.hosts[i]?.container.env ?? []).map(([k, v]) => `${k}=${v}`), h.container.env.map(([k, v]) => `${k}=${v}`), `${h.container.name} env (Pulumi.${stack}.yaml)`, `${h.container.name} env (${setText})`)),
     ].filter(Boolean);
     if (json) {
-        process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), changes, diffs, mandatoryFailures: failed }, null, 2) + "\n");
+        process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), rotate: readers, changes, diffs, mandatoryFailures: failed }, null, 2) + "\n");
         return failed.length ? EXIT.policy : EXIT.ok;
     }
     const count = (op: Op) => changes.filter(c => c.op === op).length;
@@ -148,6 +200,11 @@ export async function diffCommand(args: string[]): Promise<number> {
     const width = Math.max(...changes.map(c => c.name.length));
     for (const c of changes.filter(c => c.op !== "same"))
         out.push(`  ${SYM[c.op]} ${c.name.padEnd(width)}  ${c.op.padEnd(7)}  ${c.inputs.length ? `inputs: ${c.inputs.join(", ")}` : "no input changes"}${c.reason ? `; ${c.reason}` : ""}`);
+    for (const k of rotated) {
+        if (readers[k].length === 0) out.push(`  ${k}: no resource of stack ${stack} reads it: a new value changes nothing`);
+        // The Docker provider has no key input: its OpenSSH logs in with the agent or ~/.ssh/config (components/connection.ts).
+        else if (SECRET_TARGETS[k] === "connection") out.push(`  ${k}: read by the ${readers[k].length} remote commands only; the Docker providers log in with the agent or ~/.ssh/config: authorize the new key there too`);
+    }
     for (const d of diffs) out.push("", d.trimEnd());
     out.push("", failed.length ? `mandatory policies failing with the change:\n${failed.map(v => `  FAIL ${v.policy}: ${v.violations.join("; ")}`).join("\n")}` : "every mandatory policy passes with the change");
     process.stdout.write(out.join("\n") + "\n");

@@ -76,6 +76,9 @@ export function withoutLock(argv: readonly string[]): string {
     return `${argvLine(argv)} < /dev/null ${LOCK_FD}>&-`;
 }
 
+/** What a launch that keeps the running process prints (keepIfSame); `spark-vllm diff` finds the launches by it. */
+export const KEPT = "already runs as this launch declares it; kept";
+
 /**
  * Idempotent by content (issue 14): bash lines that end the launch with success, keeping what runs, when the record
  * of the running launch is byte for byte the one this launch would write, its process runs (and, with healthUrl,
@@ -94,7 +97,7 @@ export function keepIfSame(record: LaunchRecord, opts: { dir?: string; secret?: 
         ...(opts.secret ? [`[ "$(cat ${shq(opts.secret.file)} 2>/dev/null)" = "$${opts.secret.variable}" ]`] : []),
         ...(record.healthUrl ? [`python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' ${shq(record.healthUrl)} >/dev/null 2>&1`] : []),
     ];
-    return [`if ${checks.join(" && ")}; then echo ${shq(`spark-vllm: ${record.name} already runs as this launch declares it; kept`)}; exit 0; fi`];
+    return [`if ${checks.join(" && ")}; then echo ${shq(`spark-vllm: ${record.name} ${KEPT}`)}; exit 0; fi`];
 }
 
 /** Shell test: the process a "PID STARTTIME" file names still runs, not a zombie (as probes.py process_state). */

@@ -9,7 +9,7 @@ import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
-import { API_KEY_FILE, LaunchRecord, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
+import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
 
 export { containerName, toolsProgram };
 
@@ -22,6 +22,8 @@ export interface CommandPlan {
     create: string;
     /** Runs on destroy or before a replacement; stops what create started. */
     delete?: string;
+    /** Runs on an update instead of `create` again (pulumi-command v1.2.1 remote/commandController.go Update). */
+    update?: string;
     /**
      * Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token;
      * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/givenTls.ts).
@@ -489,6 +491,18 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
 }
 
 /**
+ * Shell test, on the host: what this cluster runs on HOST's GPU and fabric is running (its launch's record is there and
+ * its process runs): its `vllm serve` (the head's, an mp worker's headless one), or on a Ray worker the Ray that runs
+ * vLLM's workers as its actors.
+ */
+function clusterOnHost(spec: ClusterSpec, host: HostSpec): { what: string; running: string } {
+    const servesHere = host === spec.hosts[0] || spec.vllm.backend === "mp";
+    const test = servesHere ? `[ -f ${shq(`${RECORDS_DIR}/vllm.json`)} ] && ${pidFileRunning(vllmFiles(spec).pidFile)}`
+        : `[ -f ${shq(`${RECORDS_DIR}/ray.json`)} ] && ${commRunning("raylet")}`;
+    return { what: servesHere ? "vLLM" : "Ray, which runs vLLM's workers here,", running: withTimeout(30, dockerExecScript(containerName(host.name), test)) };
+}
+
+/**
  * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
@@ -497,12 +511,21 @@ function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPl
     // The throw-away container (when neither root nor sudo) carries the owner's labels too.
     const flush = { host: host.name, image: spec.image.reference, ...(owner ? { labels: Object.fromEntries(ownerLabels(owner, spec)) } : {}) };
     const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
+    const container = containerName(host.name);
+    const flushLine = withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)])));
+    const checkLine = withTimeout(60, dockerExec(container, tools(spec, ["memory-check", json(check)])));
+    const holder = clusterOnHost(spec, host);
     return {
-        create: script([
-            withTimeout(150, argvLine(tools(spec, ["flush-page-cache", json(flush)]))),
-            withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-check", json(check)]))),
+        create: script([flushLine, checkLine]),
+        // An update (a new SSH key or connection: pulumi-command v1.2.1 remote/commandController.go Update runs `update`
+        // when set, else `create` again) relaunches nothing: the launches follow this gate's id, which an update keeps, and
+        // keep what runs (launches.ts keepIfSame). A running vLLM holds the memory this would measure, and the check would
+        // refuse the very server it gates: it is measured only when nothing of this cluster holds it here.
+        update: script([
+            flushLine,
+            `if ${holder.running} 2>/dev/null; then echo ${shq(`${host.name}: ${holder.what} runs and holds its memory: not measured again (an update relaunches nothing)`)}; else ${checkLine}; fi`,
         ]),
-        timeoutSeconds: 210,
+        timeoutSeconds: 240,
     };
 }
 
@@ -517,9 +540,22 @@ function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPla
         host: host.name, hcas: host.fabric.hcas, timeoutSeconds: spec.probes.fabricTimeoutSeconds, logDir: spec.logDir,
     };
     const seconds = spec.probes.fabricTimeoutSeconds + 60;
+    const create = withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)])));
+    const verdict = shq(`${spec.logDir}/fabric-rank${rank}.json`);
+    const holder = clusterOnHost(spec, host);
     return {
-        create: withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)]))),
-        delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)}`,
+        create,
+        // An update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) comes
+        // after the launches, which it does not relaunch: vLLM's mp rendezvous holds vllm.masterPort on the head, and the
+        // fabric carries vLLM's traffic. The fabric proven before is reported again (fabric.py keeps the verdict in logDir,
+        // under the same path in the container); without one (a cluster launched by a spark-vllm that kept none) while
+        // the cluster runs here, it is not measured; otherwise the check runs.
+        update: script([
+            `if [ -s ${verdict} ]; then echo ${shq(`fabric: ${host.name}: proven when the cluster was launched; an update relaunches nothing, so the same verdict:`)}; cat ${verdict}`,
+            `elif ${holder.running} 2>/dev/null; then echo ${shq(json({ host: host.name, rank, notMeasured: `${holder.what} runs on the fabric; an update relaunches nothing` }))}`,
+            `else ${create}; fi`,
+        ]),
+        delete: `rm -f ${shq(`${spec.logDir}/fabric-rank${rank}.log`)} ${shq(`${spec.logDir}/fabric-rank${rank}.nccl.log`)} ${verdict}`,
         timeoutSeconds: seconds,
     };
 }

@@ -131,29 +131,40 @@ const NOT_B64TOKEN = "''|*[!A-Za-z0-9._~+/=-]*";
  * Writes nginx.conf and api-key.map into the private proxy directory on the head. The key is the command's stdin
  * (one line), checked and escaped by shell builtins (printf) and sed reading a pipe: it is never an argument of a
  * program, never in this text, and lands only in a 0600 file in a 0700 directory. A running proxy is restarted
- * (docker restart waits until nginx is up again), so a rotated key is in force before anything that follows.
+ * (docker restart waits until nginx is up again), so a rotated key is in force before anything that follows; on an
+ * update, only when a file changed.
  */
-export function proxyConfig(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+export function proxyConfig(spec: ClusterSpec): { create: string; update: string; delete: string; timeoutSeconds: number } {
     const dir = proxyDir(spec);
     const file = (name: string) => shq(`${dir}/${name}`);
     const temp = (name: string) => `$(mktemp ${shq(`${dir}/.${name}.XXXXXX`)})`;
     const fail = (why: string) => `{ echo ${shq(`spark-vllm: ${why}`)} >&2; exit 1; }`;
     const container = proxyContainerName();
-    return {
-        create: script([
+    // create (a new key, certificate or image: this command is replaced with them) restarts a running proxy always; an
+    // update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) only when
+    // a file changed, so the endpoint keeps answering.
+    const write = (restart: "always" | "if-changed") => script([
             "umask 077",
             `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
             `IFS= read -r key || [ -n "$key" ] || ${fail("no API key on stdin")}`,
             `case "$key" in ${NOT_B64TOKEN}) ${fail("the API key is empty or has characters outside RFC 6750's b64token (A-Z a-z 0-9 - . _ ~ + / =), so the proxy cannot match it; use such a key")};; esac`,
             // Regex-escape the two b64token characters that are special in PCRE (. and +) as one-character classes.
             `escaped=$(printf '%s\\n' "$key" | sed 's/[.+]/[&]/g') || exit 1`,
+            // A file whose content is already there is left as it is. cmp is diffutils', Essential: yes in Debian and
+            // Ubuntu (DGX OS), so on every host.
+            restart === "always" ? "changed=1" : "changed=",
             `tmp=${temp("api-key.map")} || exit 1`,
-            `printf ${shq('"~^[Bb][Ee][Aa][Rr][Ee][Rr] %s$" 1;\n')} "$escaped" > "$tmp" && mv -f "$tmp" ${file("api-key.map")} || { rm -f "$tmp"; exit 1; }`,
+            `printf ${shq('"~^[Bb][Ee][Aa][Rr][Ee][Rr] %s$" 1;\n')} "$escaped" > "$tmp" || { rm -f "$tmp"; exit 1; }`,
+            `if cmp -s "$tmp" ${file("api-key.map")}; then rm -f "$tmp"; else mv -f "$tmp" ${file("api-key.map")} && changed=1 || { rm -f "$tmp"; exit 1; }; fi`,
             `tmp=${temp("nginx.conf")} || exit 1`,
-            `printf '%s' ${shq(nginxConf(spec))} > "$tmp" && mv -f "$tmp" ${file("nginx.conf")} || { rm -f "$tmp"; exit 1; }`,
-            ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null"),
+            `printf '%s' ${shq(nginxConf(spec))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
+            `if cmp -s "$tmp" ${file("nginx.conf")}; then rm -f "$tmp"; else mv -f "$tmp" ${file("nginx.conf")} && changed=1 || { rm -f "$tmp"; exit 1; }; fi`,
+            `if [ -n "$changed" ]; then ${ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null")}; fi`,
             `echo ${shq(`proxy configuration written to ${spec.hosts[0].name}:${dir}`)}`,
-        ]),
+        ]);
+    return {
+        create: write("always"),
+        update: write("if-changed"),
         delete: `rm -f ${file("api-key.map")} ${file("nginx.conf")}`,
         timeoutSeconds: 90,
     };
@@ -165,7 +176,7 @@ export function subjectAltName(host: string): string {
 }
 
 /** The proxy's certificate on the head: made there (tls "generated") or written from stdin (tls "given"). */
-export function proxyTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+export function proxyTls(spec: ClusterSpec): { create: string; update?: string; delete: string; timeoutSeconds: number } {
     return spec.endpoint.tls === "given" ? givenTls(spec) : generatedTls(spec);
 }
 
@@ -177,20 +188,30 @@ export function proxyTls(spec: ClusterSpec): { create: string; delete: string; t
  * -x509 (self-signed), -newkey ec -pkeyopt ec_paramgen_curve:prime256v1, -nodes (key not encrypted), -days,
  * -subj, -addext subjectAltName=… (OpenSSL 1.1.1 or newer).
  */
-function generatedTls(spec: ClusterSpec): { create: string; delete: string; timeoutSeconds: number } {
+function generatedTls(spec: ClusterSpec): { create: string; update: string; delete: string; timeoutSeconds: number } {
     const dir = proxyDir(spec);
     const host = spec.hosts[0].ssh.host;
     const openssl = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
         "-subj", `/CN=${host}`, "-addext", `subjectAltName=${subjectAltName(host)}`, "-keyout", "/out/tls.key", "-out", "/out/tls.crt"];
     const run = ["docker", "run", "--rm", "--network", "none", "--entrypoint", "openssl", "--mount", `type=bind,source=${dir},target=/out`];
+    const [key, crt] = [shq(`${dir}/tls.key`), shq(`${dir}/tls.crt`)];
+    const make = [
+        "umask 077",
+        `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
+        `rm -f ${key} ${crt}`,
+        `${withTimeout(120, `${argvLine(run.slice(0, 2))} --user "$(id -u):$(id -g)" ${argvLine([...run.slice(2), spec.endpoint.image, ...openssl])}`)} 2>&1 || exit 1`,
+        `chmod 600 ${key} && chmod 644 ${crt} || exit 1`,
+    ];
+    const container = proxyContainerName();
     return {
-        create: script([
-            "umask 077",
-            `mkdir -p ${shq(dir)} && chmod 700 ${shq(dir)} || exit 1`,
-            `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
-            `${withTimeout(120, `${argvLine(run.slice(0, 2))} --user "$(id -u):$(id -g)" ${argvLine([...run.slice(2), spec.endpoint.image, ...openssl])}`)} 2>&1 || exit 1`,
-            `chmod 600 ${shq(`${dir}/tls.key`)} && chmod 644 ${shq(`${dir}/tls.crt`)} || exit 1`,
-            `cat ${shq(`${dir}/tls.crt`)}`,
+        create: script([...make, `cat ${crt}`]),
+        // An update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) keeps
+        // the certificate clients pinned; only one that is gone is made again, and then a running proxy serves it.
+        update: script([
+            `if [ -s ${key} ] && [ -s ${crt} ]; then cat ${crt}; exit 0; fi`,
+            ...make,
+            ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null"),
+            `cat ${crt}`,
         ]),
         delete: `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
         timeoutSeconds: 150,

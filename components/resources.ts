@@ -29,6 +29,8 @@ export interface CommandInputs {
     connection: ReturnType<typeof sshConnection>;
     create: string;
     delete?: string;
+    /** What an update runs instead of `create` again. */
+    update?: string;
     /** Plain stdin (the helper program's text); a secret's line is `secretStdin`. */
     stdin?: string;
     /** Its own part; the component appends what `replacedBy` names. */
@@ -56,6 +58,8 @@ interface PlannedCommon {
     replacedBy: string[];
     /** The secret piped to this command's stdin; never plain data. */
     secretStdin?: CommandPlan["stdin"];
+    /** A gate whose value is this secret's digest (the component sets it): a new secret replaces what follows it. */
+    secretDigest?: CommandPlan["stdin"];
     /** Delete the old copy before creating the new one (it holds GPUs, ports or a process). */
     deleteBeforeReplace?: boolean;
 }
@@ -127,6 +131,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
                 connection: sshConnection(host),
                 create: c.create,
                 ...(c.delete ? { delete: c.delete } : {}),
+                ...(c.update ? { update: c.update } : {}),
                 ...(wiring.stdin !== undefined ? { stdin: wiring.stdin } : {}),
                 // A pinned key changes the connection, which @pulumi/command answers with an update that runs `create`
                 // again (v1.2.1 commandController.go Update) beside a running launch: in the triggers, it replaces instead.
@@ -146,7 +151,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const workers = hosts.slice(1);
     const preflights = hosts.map(h => n.host(h.host.name, "preflight"));
 
-    if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {} });
+    if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {}, secretDigest: "apiKey" });
     else add({ name: n.of("api-key"), type: PASSWORD, inputs: { length: 40, special: false } });
     // Ray backend: the cluster's Ray token (components/rayAuth.ts), only ever on the Ray launches' stdin.
     if (plan.backend === "ray") add({ name: n.of("ray-token"), type: PASSWORD, inputs: { length: 40, special: false } });
@@ -242,7 +247,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const tls = proxy.tls ? n.of("proxy-tls") : undefined;
     // tls "given": the certificate's digest (a gate, as a given API key's) replaces its files when it is rotated.
     const given = proxy.tls?.stdin === "tlsFiles";
-    if (given) add({ name: n.of("proxy-cert"), type: GATE, inputs: {} });
+    if (given) add({ name: n.of("proxy-cert"), type: GATE, inputs: {}, secretDigest: "tlsFiles" });
     if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull"), ...(given ? [n.of("proxy-cert")] : [])] });
     command(n.of("proxy-conf"), head, proxy.config, {
         dependsOn: [headTools, ...(tls ? [tls] : [])], replacedBy: [n.of("api-key"), ...(tls ? [tls] : [])] });

@@ -172,12 +172,13 @@ export class Wiring {
     /** A remote.Command from its entry. `stdin` carries the entry's secret, if it has one. */
     command(name: string, opts: pulumi.CustomResourceOptions, stdin?: pulumi.Input<string>): remote.Command {
         const p = this.entry(name, COMMAND);
-        const { connection, create, delete: del, stdin: plainStdin } = p.inputs;
+        const { connection, create, delete: del, update, stdin: plainStdin } = p.inputs;
         if (p.secretStdin && stdin === undefined) throw new Error(`spark-vllm: ${name} reads its ${p.secretStdin} on stdin, and none was given`);
         const cmd = new remote.Command(name, {
             connection: { ...connection, ...(this.privateKey !== undefined ? { privateKey: this.privateKey } : {}) },
             create,
             ...(del !== undefined ? { delete: del } : {}),
+            ...(update !== undefined ? { update } : {}),
             ...(plainStdin !== undefined ? { stdin: plainStdin } : stdin !== undefined ? { stdin } : {}),
             triggers: this.triggers(p),
         }, { ...opts, dependsOn: this.dependsOn(p), ...(p.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) });

@@ -20,6 +20,8 @@ export interface SimStackOptions {
     hcas?: string[];
     /** spark-vllm:endpoint beyond the sim's proxy image (Debian's nginx from the sim registry), e.g. { tls: "generated" }. */
     endpoint?: Record<string, unknown>;
+    /** Secret config (key without the namespace → value), as `pulumi config set --secret` sets it: in the stack's secretKeys. */
+    secrets?: Record<string, string>;
 }
 
 /** A stack on the simulated hosts: TCP fabric on the sim's interface, this machine's x86 platform. */
@@ -44,7 +46,9 @@ export function simStack(sim: Sim, workDir: string, name: string, opts: SimStack
             "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
             // The sim's registry serves the proxy image; nothing outside 198.18.0.0/15 is reachable.
             "spark-vllm:endpoint": { image: sim.proxyImage, ...(opts.endpoint ?? {}) },
+            ...Object.fromEntries(Object.entries(opts.secrets ?? {}).map(([k, v]) => [`spark-vllm:${k}`, v])),
         },
+        ...(opts.secrets ? { secretKeys: Object.keys(opts.secrets).map(k => `spark-vllm:${k}`) } : {}),
     };
 }
 

@@ -4,8 +4,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
+import { SECRET_SET, parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { diffPlans, setPath } from "../../bin/diff-command";
 import { stackOwner } from "../../bin/plan-command";
@@ -187,4 +188,92 @@ test("spark-vllm diff: usage without --set, the key path of a bad value, a manda
     const json = JSON.parse(cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--json"]).stdout);
     assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [...GATES, n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof")]);
     assert.match(json.diffs[0], /-  --max-model-len 32768\n\+  --max-model-len 65536/);
+});
+
+// ---------------------------------------------------------------- --rotate: a secret's new value (issue 14)
+
+const commands = (r: Record<string, unknown>) => plannedResources(planOf(r)).filter(p => p.type === COMMAND).map(p => p.name).sort();
+
+test("--rotate sshPrivateKey: every remote command is updated through its connection, as the program under mocks changes exactly their connection", () => {
+    const before = { ...raw(stackConfig("spark")), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nA\n" };
+    const after = { ...before, sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nB\n" };
+    const recorded = recordedChanges("spark", before, after);
+    assert.deepEqual(Object.keys(recorded).sort(), commands(before));
+    for (const [name, inputs] of Object.entries(recorded)) assert.deepEqual(inputs, ["connection"], name);
+    const changes = diffPlans(planOf(before), planOf(before), ["sshPrivateKey"]);
+    assert.deepEqual(changes.filter(c => c.op !== "same").map(c => c.name).sort(), commands(before));
+    assert.ok(changes.every(c => c.op === "same" || (c.op === "update" && c.inputs.join() === "connection")), "updates only, no replacement");
+    assert.ok(changes.filter(c => c.type !== COMMAND).every(c => c.op === "same"), "the Docker providers, images, containers and passwords read no key");
+    const reason = (name: string) => changes.find(c => c.name === name)!.reason!;
+    assert.equal(reason(n.of("vllm-launch")), "connection.privateKey (secret) changes: update runs create again; a running identical launch is kept (components/launches.ts keepIfSame)");
+    assert.equal(reason(n.of("compat")), "connection.privateKey (secret) changes: update runs create again");
+    assert.equal(reason(n.host("spark-a", "memory")), "connection.privateKey (secret) changes: update runs its update script");
+});
+
+test("--rotate hfToken: nothing reads it unless the weights download; then exactly the weights commands' stdin, as under mocks", () => {
+    const present = raw(stackConfig("spark"));
+    assert.deepEqual(diffPlans(planOf(present), planOf(present), ["hfToken"]).filter(c => c.op !== "same"), [], "weights present: no token on any stdin");
+    const before = { ...setPath(present, "model.weights", "download"), hfToken: "hf_AAAA" };
+    const after = { ...before, hfToken: "hf_BBBB" };
+    const weights = [n.host("spark-a", "weights"), n.host("spark-b", "weights")];
+    assert.deepEqual(recordedChanges("spark", before, after), Object.fromEntries(weights.map(w => [w, ["stdin"]])));
+    const plan = planCluster(parseSpec(before), undefined, { owner: stackOwner(ROOT, "spark"), hfToken: true });
+    const changes = diffPlans(plan, plan, ["hfToken"]).filter(c => c.op !== "same");
+    assert.deepEqual(changes.map(c => [c.name, c.op, c.inputs]), weights.map(w => [w, "update", ["stdin"]]));
+    assert.equal(changes[0].reason, "stdin (secret) carries the new hfToken: update runs create again");
+});
+
+test("--rotate tlsCertificate / tlsPrivateKey: with endpoint.tls given, the certificate's digest replaces its files and what follows them; otherwise nothing", () => {
+    const none = raw(stackConfig("spark"));
+    for (const key of ["tlsCertificate", "tlsPrivateKey"]) assert.deepEqual(diffPlans(planOf(none), planOf(none), [key]).filter(c => c.op !== "same"), [], key);
+    const given = planOf({ ...none, endpoint: { tls: "given" }, tlsCertificate: SECRET_SET, tlsPrivateKey: SECRET_SET });
+    for (const key of ["tlsCertificate", "tlsPrivateKey"]) {
+        const changes = diffPlans(given, given, [key]).filter(c => c.op !== "same");
+        assert.deepEqual(changes.map(c => [c.name, c.op]), [n.of("proxy-tls"), n.of("proxy-conf"), n.of("endpoint-probe"), n.of("serving-proof")].map(x => [x, "replace"]), key);
+        assert.equal(changes[0].reason, `follows ${n.of("proxy-cert")} (its value is the digest of ${key}) (in its triggers)`);
+    }
+});
+
+test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --set beside it, --json, and refusals; the README shows it", () => {
+    const ssh = cli(["diff", "--stack", "spark", "--rotate", "sshPrivateKey"]);
+    assert.equal(ssh.status, EXIT.ok, ssh.stderr);
+    assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 18 to update, 0 to create, 0 to delete, 10 unchanged$/m);
+    assert.match(ssh.stdout, /^ {2}~ {2}spark-vllm-launch +update {3}inputs: connection; connection\.privateKey \(secret\) changes: update runs create again; a running identical launch is kept/m);
+    assert.match(ssh.stdout, /sshPrivateKey: read by the 18 remote commands only; the Docker providers log in with the agent or ~\/\.ssh\/config/);
+    const hf = cli(["diff", "--stack", "spark", "--rotate", "spark-vllm:hfToken"]);
+    assert.equal(hf.status, EXIT.ok, hf.stderr);
+    assert.match(hf.stdout, /hfToken: no resource of stack spark reads it: a new value changes nothing/);
+    const both = cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--rotate", "sshPrivateKey", "--json"]);
+    const json = JSON.parse(both.stdout);
+    assert.equal(json.rotate.sshPrivateKey.length, 18);
+    const launch = json.changes.find((c: { name: string }) => c.name === n.of("vllm-launch"));
+    assert.equal(launch.op, "replace", "the flag's replacement wins over the key's update");
+    assert.deepEqual(launch.inputs, ["create", "triggers"]);
+    assert.equal(json.changes.find((c: { name: string }) => c.name === n.of("compat")).op, "update");
+    for (const bad of [["--rotate", "apiKey"], ["--rotate", "hfToken=hf_x"], ["--rotate"]]) {
+        const r = cli(["diff", "--stack", "spark", ...bad]);
+        assert.equal(r.status, EXIT.usage, bad.join(" "));
+        assert.ok(!r.stdout, bad.join(" "));
+    }
+    assert.match(cli(["diff", "--stack", "spark", "--rotate", "hfToken=hf_x"]).stderr, /--rotate hfToken=hf_x: not a secret of spark-vllm \(sshPrivateKey, hfToken, tlsCertificate, tlsPrivateKey\); a secret's new value is never given here/);
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const example = /\$ npx spark-vllm diff --stack spark --rotate sshPrivateKey\n((?: {2}.*\n)+)/.exec(readme);
+    assert.ok(example, "README shows a rotation");
+    for (const line of example[1].split("\n").filter(l => l.trim() && !l.includes("…")))
+        assert.ok(ssh.stdout.split("\n").some(o => o.trimEnd() === line.trimEnd()), `README line not in the output: ${line}`);
+});
+
+test("spark-vllm diff --rotate tlsCertificate on a stack whose certificate is given (secure: values, as pulumi config set --secret writes)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-diff-"));
+    try {
+        const doc = fs.readFileSync(path.join(ROOT, "Pulumi.spark.yaml"), "utf8") +
+            "  spark-vllm:endpoint:\n    tls: given\n  spark-vllm:tlsCertificate:\n    secure: v1:AAAA\n  spark-vllm:tlsPrivateKey:\n    secure: v1:BBBB\n";
+        fs.writeFileSync(path.join(dir, "Pulumi.tls.yaml"), doc);
+        const r = cli(["diff", "--stack", "tls", "--dir", dir, "--rotate", "tlsCertificate"]);
+        assert.equal(r.status, EXIT.ok, r.stderr);
+        assert.match(r.stdout, /^stack tls with a new tlsCertificate: 4 to replace, 0 to update/m);
+        assert.match(r.stdout, new RegExp(`\\+- ${n.of("proxy-tls")} +replace  inputs: stdin; follows ${n.of("proxy-cert")} \\(its value is the digest of tlsCertificate\\)`));
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
 });

@@ -10,6 +10,7 @@ import { plannedResources, CONTAINER } from "../../components/resources";
 import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, pidFileRunning, removeRecord, writeRecord } from "../../components/launches";
 import { script } from "../../components/scripts";
 import { rawConfig } from "../fixtures";
+import { containerShell } from "../harness/container-shell";
 
 const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
     const raw = rawConfig(n);
@@ -151,4 +152,33 @@ test("the launches check for an identical running launch before they stop anythi
     const ray = p.hosts[1].rayLaunch!.create;
     assert.ok(ray.indexOf("already runs as this launch declares it") < ray.indexOf("ray stop --force"));
     assert.match(ray, /grep -qsx raylet \/proc\/\[0-9\]\*\/comm/);
+});
+
+test("vLLM's delete after a container replacement: a stale pid file (the pid reused, another start time) signals nothing and goes; the launched process is stopped", () => {
+    const shell = containerShell();
+    const alive = (pid: number) => { try { return !/^[ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/.*\) /s, "")); } catch { return false; } };
+    const other = spawn("sleep", ["60"], { stdio: "ignore", detached: true });
+    try {
+        const logDir = path.join(shell.root, "log");
+        fs.mkdirSync(logDir);
+        const p = plan(2, raw => (raw.logDir = logDir));
+        const pidFile = path.join(logDir, "vllm-serve.pid");
+        const started = fs.readFileSync(`/proc/${other.pid}/stat`, "utf8").replace(/.*\) /s, "").split(" ")[19];
+        // logDir outlives the container; the new container numbers its processes again, so the file's pid may be another's.
+        fs.writeFileSync(pidFile, `${other.pid} ${Number(started) + 1}\n`);
+        assert.equal(bash(pidFileRunning(pidFile)).status, 1, "not running: a launch would not keep it");
+        const stale = shell.run(p.vllmLaunch.delete!);
+        assert.equal(stale.status, 0, stale.stderr);
+        assert.ok(alive(other.pid!), "the unrelated process still runs");
+        assert.ok(!fs.existsSync(pidFile), "the stale file is gone");
+        // The same delete with the file the launch wrote stops that process.
+        fs.writeFileSync(pidFile, `${other.pid} ${started}\n`);
+        assert.equal(bash(pidFileRunning(pidFile)).status, 0);
+        assert.equal(shell.run(p.vllmLaunch.delete!).status, 0);
+        spawnSync("sleep", ["0.3"]);
+        assert.ok(!alive(other.pid!), "the launched process is stopped");
+    } finally {
+        other.kill("SIGKILL");
+        shell.remove();
+    }
 });

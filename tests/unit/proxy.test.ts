@@ -106,6 +106,56 @@ test("the configuration script writes the key from stdin into a 0600 map file as
     assert.ok(!re.test(`Bearer ${key.toLowerCase()}`) && !re.test(`Bearer Ab3Xx+y/Z_~-=`) && !re.test(`Bearer  ${key}`) && !re.test(`Bearer ${key}x`));
 });
 
+test("the configuration's update (a new SSH key) restarts a running proxy only when a file changed; its create always", () => {
+    const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-proxy-"));
+    try {
+        const s = spec(r => (r.logDir = logDir));
+        // A docker that answers as a running proxy does and logs every call.
+        const bin = path.join(logDir, "bin"), calls = path.join(logDir, "calls");
+        fs.mkdirSync(bin);
+        fs.writeFileSync(path.join(bin, "docker"), `#!/bin/sh\necho "$*" >> ${calls}\n[ "$1" = inspect ] && echo true\nexit 0\n`, { mode: 0o755 });
+        const restarts = (key: string, step: "create" | "update") => {
+            fs.writeFileSync(calls, "");
+            const r = spawnSync("sh", ["-c", proxyConfig(s)[step]], { input: `${key}\n`, encoding: "utf8", env: { PATH: `${bin}:/usr/bin:/bin` } });
+            assert.equal(r.status, 0, r.stderr);
+            return fs.readFileSync(calls, "utf8").split("\n").filter(l => l.startsWith("restart ")).length;
+        };
+        assert.equal(restarts("keyA", "create"), 1, "first written: the running proxy reads it");
+        assert.equal(restarts("keyA", "update"), 0, "the same files: nothing restarted");
+        assert.equal(restarts("keyA", "create"), 1, "a replacement (a new certificate beside the same key) restarts it");
+        assert.equal(restarts("keyB", "update"), 1, "a changed file: restarted");
+        assert.equal(fs.readFileSync(path.join(logDir, "proxy", "api-key.map"), "utf8"), '"~^[Bb][Ee][Aa][Rr][Ee][Rr] keyB$" 1;\n');
+        assert.deepEqual(fs.readdirSync(path.join(logDir, "proxy")).sort(), ["api-key.map", "nginx.conf"], "no temporary file left");
+    } finally {
+        fs.rmSync(logDir, { recursive: true, force: true });
+    }
+});
+
+test("the generated certificate's update (a new SSH key) keeps the pair clients pinned; a missing pair is made again and served", () => {
+    const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-proxy-"));
+    try {
+        const s = spec(r => { r.logDir = logDir; r.endpoint = { tls: "generated" }; });
+        const tls = planCluster(s, "x").proxy.tls!;
+        const dir = path.join(logDir, "proxy"), bin = path.join(logDir, "bin"), calls = path.join(logDir, "calls");
+        fs.mkdirSync(bin);
+        // A docker whose `run` (openssl in the proxy image) writes a new pair, numbered; a running proxy otherwise.
+        fs.writeFileSync(path.join(bin, "docker"), `#!/bin/sh\necho "$1" >> ${calls}\ncase "$1" in run) n=$(grep -c '^run$' ${calls}); echo "key $n" > ${dir}/tls.key; echo "cert $n" > ${dir}/tls.crt;; inspect) echo true;; esac\nexit 0\n`, { mode: 0o755 });
+        const step = (text: string) => {
+            const r = spawnSync("sh", ["-c", text], { encoding: "utf8", env: { PATH: `${bin}:/usr/bin:/bin` } });
+            assert.equal(r.status, 0, r.stderr);
+            return r.stdout.trim();
+        };
+        assert.equal(step(tls.create), "cert 1");
+        assert.equal(step(tls.update!), "cert 1", "kept");
+        assert.doesNotMatch(fs.readFileSync(calls, "utf8"), /restart/);
+        fs.rmSync(path.join(dir, "tls.crt"));
+        assert.equal(step(tls.update!), "cert 2", "made again");
+        assert.match(fs.readFileSync(calls, "utf8"), /^restart$/m, "and the running proxy serves it");
+    } finally {
+        fs.rmSync(logDir, { recursive: true, force: true });
+    }
+});
+
 test("a key nginx cannot match safely is refused without writing anything, and without echoing it", () => {
     for (const key of ['a"b; } map $x $y {', "a b", ""]) {
         const r = runConfig(key);

@@ -454,6 +454,21 @@ def _wait(pid, out_log, deadline):
         time.sleep(0.2)
 
 
+def verdict_path(log_dir, rank):
+    """Where a passed check keeps its verdict: an update of the rank's command prints it again (components/plan.ts)."""
+    return os.path.join(log_dir, "fabric-rank%d.json" % rank)
+
+
+def save_verdict(path, verdict):
+    """Writes the verdict (one JSON line) to path, atomically; returns the line."""
+    line = json.dumps(verdict, sort_keys=True)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(line + "\n")
+    os.replace(tmp, path)
+    return line
+
+
 def fabric_check(args, env=None):
     env = dict(os.environ if env is None else env)
     cfg, problems = resolve(args, env)
@@ -465,7 +480,8 @@ def fabric_check(args, env=None):
         _fail(["fabric check: cannot create the log directory %s: %s" % (cfg["logDir"], e)])
     out_log = os.path.join(cfg["logDir"], "fabric-rank%d.log" % cfg["rank"])
     nccl_log = os.path.join(cfg["logDir"], "fabric-rank%d.nccl.log" % cfg["rank"])
-    for path in (out_log, nccl_log):
+    verdict_file = verdict_path(cfg["logDir"], cfg["rank"])
+    for path in (out_log, nccl_log, verdict_file):
         try:
             os.unlink(path)
         except OSError:
@@ -505,7 +521,7 @@ def fabric_check(args, env=None):
     if slow:
         warnings.append(slow)
         _say("fabric: WARNING " + slow)
-    _say(json.dumps({
+    _say(save_verdict(verdict_file, {
         "host": cfg["host"], "rank": cfg["rank"], "worldSize": cfg["worldSize"], "device": cfg["device"],
         "transport": facts["transport"], "network": facts["network"], "transports": facts["transports"],
         "busbwGBps": {size_label(r["bytes"]): r["busbwGBps"] for r in results},
@@ -514,7 +530,7 @@ def fabric_check(args, env=None):
         "torchVersion": measured.get("torchVersion"), "cudaVersion": measured.get("cudaVersion"),
         "ncclLines": key_lines(facts),
         "env": cfg["env"], "seconds": round(time.time() - started, 1), "log": nccl_log,
-    }, sort_keys=True))
+    }))
 
 
 if __name__ == "__main__":

@@ -210,3 +210,42 @@ class Arguments(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KeptVerdict(unittest.TestCase):
+    """A passed check keeps its verdict in logDir (an update of the rank's command prints it again); a failed one none."""
+
+    def check(self, log_dir, rank_log, code):
+        import contextlib
+        import io
+        saved = fabric._spawn_rank, fabric._wait
+
+        def spawn(cfg, out_log, nccl_log):
+            with open(out_log, "w") as f:
+                f.write(rank_log)
+            with open(nccl_log, "w") as f:
+                f.write(fixture("socket.nccl.log"))
+            return 0
+        fabric._spawn_rank, fabric._wait = spawn, lambda pid, out_log, deadline: code
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                fabric.fabric_check({"rank": 0, "worldSize": 2, "masterAddr": "127.0.0.1", "masterPort": 29501, "host": "spark-a",
+                                     "hcas": [], "logDir": log_dir, "timeoutSeconds": 5, "linkGbps": None}, env={})
+            return out.getvalue()
+        finally:
+            fabric._spawn_rank, fabric._wait = saved
+
+    def test_passed_then_failed(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = self.check(d, fixture("socket.rank.log"), 0)
+            path = fabric.verdict_path(d, 0)
+            self.assertEqual(path, os.path.join(d, "fabric-rank0.json"))
+            with open(path) as f:
+                kept = f.read()
+            self.assertEqual(kept, out.strip().splitlines()[-1] + "\n", "the verdict printed last, as one line")
+            self.assertEqual(json.loads(kept)["transport"], "NET/Socket")
+            self.assertEqual(sorted(os.listdir(d)), ["fabric-rank0.json", "fabric-rank0.log", "fabric-rank0.nccl.log"])
+            with self.assertRaises(SystemExit):
+                self.check(d, "no result\n", 1)
+            self.assertFalse(os.path.exists(path), "a failed check leaves no verdict to report again")
