@@ -113,23 +113,42 @@ export const OPENSSH = "/usr/bin/ssh";
  * - authentication only from the connection: its `privateKey` (ssh.PublicKeys), then its `password`, then the agent at
  *   `agentSocketPath` or SSH_AUTH_SOCK (ssh.PublicKeysCallback(agent.Signers)); never ~/.ssh/id_*: OpenSSH would add
  *   those when no identity is given, so an identity is always given (the key, or a path that does not exist, which
- *   OpenSSH skips) and IdentityAgent names the agent or `none`;
+ *   OpenSSH skips) and IdentityAgent names the agent or `none`. With both a key and an agent this is the first of two
+ *   attempts (remoteSshAttempts): the key alone;
  * - host keys per hostKeyOptions; ports and timeouts from the connection (perDialTimeout, default 15 s);
  * - nothing of the client's own on stderr (Go's client prints nothing there).
  * A password cannot be given to OpenSSH in batch mode: the engine refuses it rather than pretend.
  */
 export function remoteSshArgv(conn: Connection, env: NodeJS.ProcessEnv, file: (name: string, content: string, mode?: number) => string = scratch): string[] {
-    if (conn.password !== undefined) throw new Error("the test engine cannot log in with a password (OpenSSH in batch mode); give a key or an agent");
-    const identity = conn.privateKey !== undefined ? file("id", conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`, 0o600)
-        : path.join(path.dirname(file("none", "")), "no-identity");
-    const agent = conn.agentSocketPath ?? env.SSH_AUTH_SOCK;
-    // LogLevel=ERROR: OpenSSH's own notices ("Warning: Permanently added … to the list of known hosts.") would land in
-    // the command's stderr, where Go's client writes nothing; errors (a host key mismatch) still show.
-    return [OPENSSH, "-F", "none", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", `ConnectTimeout=${conn.perDialTimeout ?? 15}`,
-        "-o", `IdentityFile=${identity}`, "-o", "IdentitiesOnly=no", "-o", `IdentityAgent=${agent ?? "none"}`,
-        ...hostKeyOptions(conn, file),
-        "-p", String(conn.port ?? 22), "-l", conn.user ?? "root", "--", conn.host];
+    return remoteSshAttempts(conn, env, file)[0];
 }
+
+/**
+ * Every argv to try, in order. Go's client offers the connection's key before the agent's keys (connection.go appends
+ * ssh.PublicKeys(signer) to config.Auth before the agent's callback); OpenSSH offers agent keys before a key that is
+ * only in a file (sshconnect2.c pubkey_prepare: "agent keys that are found in the config file", "other agent keys",
+ * then "keys that are only listed in the config file"). So with both, the engine tries the key alone, and only when
+ * the host refuses it (isAuthRefused) the agent alone: the key that logs in is the one Go's client would use, at the
+ * cost of one more connection when the key is refused.
+ */
+export function remoteSshAttempts(conn: Connection, env: NodeJS.ProcessEnv, file: (name: string, content: string, mode?: number) => string = scratch): string[][] {
+    if (conn.password !== undefined) throw new Error("the test engine cannot log in with a password (OpenSSH in batch mode); give a key or an agent");
+    const noIdentity = path.join(path.dirname(file("none", "")), "no-identity");
+    const key = conn.privateKey !== undefined ? file("id", conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`, 0o600) : undefined;
+    const agent = conn.agentSocketPath ?? env.SSH_AUTH_SOCK;
+    const argv = (identity: string, identityAgent: string | undefined) =>
+        // LogLevel=ERROR: OpenSSH's own notices ("Warning: Permanently added … to the list of known hosts.") would land in
+        // the command's stderr, where Go's client writes nothing; errors (a host key mismatch) still show.
+        [OPENSSH, "-F", "none", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", `ConnectTimeout=${conn.perDialTimeout ?? 15}`,
+            "-o", `IdentityFile=${identity}`, "-o", "IdentitiesOnly=no", "-o", `IdentityAgent=${identityAgent ?? "none"}`,
+            ...hostKeyOptions(conn, file),
+            "-p", String(conn.port ?? 22), "-l", conn.user ?? "root", "--", conn.host];
+    if (key === undefined) return [argv(noIdentity, agent)];
+    return agent === undefined ? [argv(key, undefined)] : [argv(key, undefined), argv(noIdentity, agent)];
+}
+
+/** The host refused every key offered, before any session opened (sshconnect2.c: `fatal("%s@%s: Permission denied (%s).")`). */
+export const isAuthRefused = (r: Result) => r.code === 255 && /@\S+: Permission denied \(/.test(r.stderr);
 
 /** The outputs @pulumi/command v1.2.1 puts back into the environment of an update's and a delete's session (util.PulumiCommandStdout/Stderr). */
 export const PREVIOUS_OUTPUT_ENV = { stdout: "PULUMI_COMMAND_STDOUT", stderr: "PULUMI_COMMAND_STDERR" } as const;
@@ -155,10 +174,8 @@ const acceptsPreviousOutput = new Map<string, Promise<boolean>>();
 function sshdAccepts(t: Transport, conn: Connection): Promise<boolean> {
     const key = `${conn.user ?? "root"}@${conn.host}:${conn.port ?? 22}`;
     if (!acceptsPreviousOutput.has(key)) {
-        const [ssh, ...args] = remoteSshArgv(conn, t.env);
-        const at = args.indexOf("--");
-        acceptsPreviousOutput.set(key, exec([ssh, ...args.slice(0, at), "-o", `SetEnv=${PREVIOUS_OUTPUT_ENV.stdout}=probe`, ...args.slice(at),
-            `printenv ${PREVIOUS_OUTPUT_ENV.stdout}`], { env: t.env }).then(r => r.stdout.trim() === "probe"));
+        acceptsPreviousOutput.set(key, sshSession(t, conn, ["-o", `SetEnv=${PREVIOUS_OUTPUT_ENV.stdout}=probe`], `printenv ${PREVIOUS_OUTPUT_ENV.stdout}`, {})
+            .then(r => r.stdout.trim() === "probe"));
     }
     return acceptsPreviousOutput.get(key)!;
 }
@@ -181,10 +198,23 @@ export async function runRemote(t: Transport, conn: Connection, command: string,
         if (await sshdAccepts(t, conn)) setEnv.push(...offered.flatMap(([k, v]) => ["-o", `SetEnv=${k}=${configQuoted(v)}`]));
         else warnings.push(...offered.map(([k]) => setenvWarning(k)));
     }
-    const [ssh, ...args] = remoteSshArgv(conn, t.env);
-    const at = args.indexOf("--");
-    const r = await exec([ssh, ...args.slice(0, at), ...setEnv, ...args.slice(at), command], { env: t.env, stdin, onLine });
+    const r = await sshSession(t, conn, setEnv, command, { stdin, onLine });
     return { ...r, warnings };
+}
+
+/** One session with `options` before the host, over the first attempt the host accepts (remoteSshAttempts). */
+async function sshSession(t: Transport, conn: Connection, options: string[], command: string,
+    io: { stdin?: string; onLine?: (line: string) => void }): Promise<Result> {
+    const attempts = remoteSshAttempts(conn, t.env);
+    for (const [i, [ssh, ...args]] of attempts.entries()) {
+        const at = args.indexOf("--");
+        const last = i === attempts.length - 1;
+        // A refused attempt prints only OpenSSH's refusal, which the next attempt makes moot: not shown as the command's.
+        const onLine = last || !io.onLine ? io.onLine : (line: string) => { if (!/Permission denied \(/.test(line)) io.onLine!(line); };
+        const r = await exec([ssh, ...args.slice(0, at), ...options, ...args.slice(at), command], { env: t.env, stdin: io.stdin, onLine });
+        if (last || !isAuthRefused(r)) return r;
+    }
+    throw new Error("unreachable: remoteSshAttempts returns at least one argv");
 }
 
 /**

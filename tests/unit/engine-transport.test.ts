@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, remoteSshArgv, setenvWarning } from "../engine/operations";
+import { OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, isAuthRefused, remoteSshArgv, remoteSshAttempts, setenvWarning } from "../engine/operations";
 
 /** What OpenSSH resolves for the argv (`-G` prints the options and exits without connecting). */
 function resolved(argv: string[], env: NodeJS.ProcessEnv = {}): Map<string, string[]> {
@@ -55,6 +55,23 @@ test("only the connection's key, then the agent: never ~/.ssh/id_* (OpenSSH's de
     assert.equal(ids.length, 1);
     assert.ok(!/\/\.ssh\/id_/.test(ids[0]) && !fs.existsSync(ids[0]), `a path that does not exist, not a default key: ${ids}`);
     assert.deepEqual(resolved(remoteSshArgv({ host: "h", agentSocketPath: "/other.sock" }, { SSH_AUTH_SOCK: "/run/agent.sock" }, file)).get("identityagent"), ["/other.sock"]);
+});
+
+test("a key and an agent: the key alone first, the agent only when the host refuses it (Go's order, not OpenSSH's)", () => {
+    const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----";
+    const attempts = remoteSshAttempts({ host: "198.18.0.2", privateKey: key }, { SSH_AUTH_SOCK: "/run/agent.sock" }, file).map(a => resolved(a));
+    assert.equal(attempts.length, 2);
+    assert.deepEqual(attempts[0].get("identityfile"), [path.join(dir, "id")]);
+    assert.deepEqual(attempts[0].get("identityagent"), ["none"], "OpenSSH would offer the agent's keys before the file's");
+    assert.deepEqual(attempts[1].get("identityagent"), ["/run/agent.sock"]);
+    assert.ok(!fs.existsSync(attempts[1].get("identityfile")![0]), "the second attempt is the agent alone");
+    assert.equal(remoteSshAttempts({ host: "h", privateKey: key }, {}, file).length, 1, "no agent: the key alone");
+    assert.equal(remoteSshAttempts({ host: "h" }, { SSH_AUTH_SOCK: "/run/agent.sock" }, file).length, 1, "no key: the agent alone");
+    // Only a refusal of every key moves on (sshconnect2.c: fatal("%s@%s: Permission denied (%s).")); a host key
+    // mismatch or a failing command does not.
+    assert.ok(isAuthRefused({ code: 255, stdout: "", stderr: "root@198.18.0.2: Permission denied (publickey).\n" }));
+    assert.ok(!isAuthRefused({ code: 255, stdout: "", stderr: "Host key verification failed.\n" }));
+    assert.ok(!isAuthRefused({ code: 1, stdout: "", stderr: "root@198.18.0.2: Permission denied (publickey).\n" }));
 });
 
 test("host keys: any without hostKey (nothing read or remembered); with it, only that key, strictly", () => {
