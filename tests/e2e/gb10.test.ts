@@ -4,7 +4,7 @@
 import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { SimStackOptions, leftovers } from "../sim/stacks";
-import { failure, simSuite } from "./suite";
+import { failure, simSuite, completionStatus } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
@@ -13,15 +13,6 @@ const N = resourceNames();
 const suite = simSuite("e2e-gb10", {});
 const simStack = (name: string, opts: SimStackOptions = {}) => suite.stack(name, opts);
 
-async function completion(r: Report): Promise<number> {
-    const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Authorization: `Bearer ${r.outputs?.apiKey}` },
-        body: JSON.stringify({ model: "qwen3.5-122b", messages: [{ role: "user", content: "hello" }], max_tokens: 4 }),
-        signal: AbortSignal.timeout(10_000),
-    });
-    return res.status;
-}
 
 const launched = (r: Report) => r.ops.filter(o => o.name === N.of("vllm-launch") || o.name === N.of("ray-head") || o.name.endsWith("-ray") || o.name.endsWith("-vllm"));
 
@@ -31,7 +22,7 @@ describe("backends", () => {
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            assert.equal(await completion(r), 200);
+            assert.equal(await completionStatus(r), 200);
             const worker = (await suite.sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
             assert.match(worker, /--nnodes 2 --node-rank 1 --master-addr 198\.18\.0\.2 --master-port 29501 --headless/);
             const head = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
@@ -55,7 +46,7 @@ describe("backends", () => {
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            assert.equal(await completion(r), 200);
+            assert.equal(await completionStatus(r), 200);
             const serve = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.ok(serve.includes("vllm serve") && !serve.includes("--distributed-executor-backend") && !serve.includes("--nnodes"), serve);
             assert.equal((await suite.sim.exec("spark-a", "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
@@ -75,7 +66,7 @@ describe("unified memory", () => {
         try {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
-            assert.equal(await completion(r), 200);
+            assert.equal(await completionStatus(r), 200);
             const hosts = r.outputs?.hosts as Record<string, { memory: { freeGiB: number; requestedGiB: number; totalGiB: number } }>;
             for (const h of ["spark-a", "spark-b"]) {
                 const m = hosts[h].memory;

@@ -5,27 +5,13 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { simSuite } from "./suite";
+import { simSuite, completionStatus } from "./suite";
 import { Report, actionCount, changes, destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 
 const suite = simSuite("recovery");
 const PID_FILE = "/var/tmp/spark-vllm/vllm-serve.pid";
 
-async function completion(r: Report): Promise<number> {
-    try {
-        const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json", Authorization: `Bearer ${r.outputs?.apiKey}` },
-            body: JSON.stringify({ model: r.outputs?.modelName, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
-            signal: AbortSignal.timeout(10_000),
-        });
-        await res.text();
-        return res.status;
-    } catch {
-        return 0;
-    }
-}
 
 /** "PID STARTTIME" of the head's vLLM, as the launch (or a relaunch) wrote it. */
 const vllmProcess = async () => (await suite.sim.exec("spark-a", `cat ${PID_FILE} 2>/dev/null`)).stdout.trim();
@@ -34,7 +20,7 @@ const vllmProcess = async () => (await suite.sim.exec("spark-a", `cat ${PID_FILE
 async function servingAgain(r: Report, before: string, since: number, what: string, limitSeconds = 300): Promise<number> {
     for (;;) {
         const now = await vllmProcess();
-        if (now !== before && now !== "" && (await completion(r)) === 200) return Math.round((Date.now() - since) / 100) / 10;
+        if (now !== before && now !== "" && (await completionStatus(r)) === 200) return Math.round((Date.now() - since) / 100) / 10;
         if (Date.now() - since > limitSeconds * 1000) {
             const logs = await suite.sim.exec("spark-a", "tail -n 30 /var/tmp/spark-vllm/vllm-serve.log");
             const sup = await suite.sim.docker("spark-a", ["logs", "--tail", "30", "spark-vllm-spark-a"]);
@@ -51,7 +37,7 @@ test("killed vLLM, killed raylet, rebooted worker, rebooted head: each comes bac
     try {
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
-        assert.equal(await completion(r), 200);
+        assert.equal(await completionStatus(r), 200);
         const again = await up(stack);
         assert.equal(again.error, undefined, again.error);
         assert.deepEqual(changes(again), [], "a healthy cluster's re-run is a no-op");

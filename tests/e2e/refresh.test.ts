@@ -5,7 +5,7 @@
 // replaces the launches that follow it (their triggers hold its id). Remote commands are never read. Needs root.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { simSuite } from "./suite";
+import { simSuite, completionStatus } from "./suite";
 import { Report, changes, destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 
@@ -14,25 +14,11 @@ const CONTAINER = "docker:index/container:Container";
 const WORKER = "spark-b";
 const WORKER_CONTAINER = `spark-vllm-${WORKER}`;
 
-async function completion(r: Report): Promise<number> {
-    try {
-        const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json", Authorization: `Bearer ${r.outputs?.apiKey}` },
-            body: JSON.stringify({ model: r.outputs?.modelName, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
-            signal: AbortSignal.timeout(10_000),
-        });
-        await res.text();
-        return res.status;
-    } catch {
-        return 0;
-    }
-}
 
 /** Seconds until a completion answers 200 (the head's supervisor may be relaunching vLLM once the worker's Ray is back). */
 async function serving(r: Report, what: string, limitSeconds = 300): Promise<number> {
     const t0 = Date.now();
-    while ((await completion(r)) !== 200) {
+    while ((await completionStatus(r)) !== 200) {
         if (Date.now() - t0 > limitSeconds * 1000) {
             const sup = await suite.sim.docker(WORKER, ["logs", "--tail", "30", WORKER_CONTAINER]);
             assert.fail(`${what}: not serving within ${limitSeconds} s\nworker supervisor:\n${sup.stdout}${sup.stderr}`);
@@ -50,7 +36,7 @@ test("up --refresh: a stopped container is started in place, a removed one creat
     try {
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
-        assert.equal(await completion(r), 200);
+        assert.equal(await completionStatus(r), 200);
         const id = await inspect("{{.Id}}");
 
         // restart: unless-stopped keeps a container stopped by hand stopped.

@@ -43,3 +43,19 @@ export function failure(r: Report): string {
     console.log(`--- up failed as expected:\n${r.error.split("\n").slice(0, 30).join("\n")}\n---`);
     return r.error;
 }
+
+/** The HTTP status of one chat completion against the stack's endpoint with its API key; 0 when nothing answers. */
+export async function completionStatus(r: Report): Promise<number> {
+    try {
+        const res = await fetch(`${r.outputs?.endpoint}/chat/completions`, {
+            method: "POST",
+            headers: { "Content-Type": "application/json", Authorization: `Bearer ${r.outputs?.apiKey}` },
+            body: JSON.stringify({ model: r.outputs?.modelName, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+            signal: AbortSignal.timeout(10_000),
+        });
+        await res.text();
+        return res.status;
+    } catch {
+        return 0;
+    }
+}

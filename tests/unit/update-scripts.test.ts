@@ -23,18 +23,23 @@ const startTime = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, "utf8").
 const checked = (calls: string[]) => calls.some(c => / memory-check /.test(c));
 const flushed = (calls: string[]) => calls.some(c => / flush-page-cache /.test(c));
 
+/** A two-host plan whose logDir is inside the container shell's root. */
+function planWithLogDir(root: string) {
+    const raw = rawConfig(2);
+    raw.logDir = path.join(root, "log");
+    fs.mkdirSync(raw.logDir);
+    return { plan: planCluster(parseSpec(raw)), logDir: raw.logDir };
+}
+
 test("memory gate update: a running vLLM on the head is not measured again; a dead or stale one is; create always measures", () => {
     const shell = containerShell();
     const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
     try {
-        const raw = rawConfig(2);
-        raw.logDir = path.join(shell.root, "log");
-        fs.mkdirSync(raw.logDir);
-        const plan = planCluster(parseSpec(raw));
+        const { plan, logDir } = planWithLogDir(shell.root);
         const gate = plan.hosts[0].memoryGate;
         assert.ok(gate.update, "the gate has an update");
         // The head's vLLM as its launch leaves it: the record, and the pid file with the process' start time.
-        const pidFile = path.join(raw.logDir, "vllm-serve.pid");
+        const pidFile = path.join(logDir, "vllm-serve.pid");
         const records = shell.inside(RECORDS_DIR);
         fs.mkdirSync(records, { recursive: true });
         const record: LaunchRecord = { name: "vllm", argv: ["vllm", "serve", "m"], log: "/x", pidFile };
@@ -104,15 +109,13 @@ test("fabric rank update: the verdict kept in logDir is reported again without a
     const shell = containerShell();
     const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
     try {
-        const raw = rawConfig(2);
-        raw.logDir = path.join(shell.root, "log");
-        fs.mkdirSync(raw.logDir);
-        const rank = planCluster(parseSpec(raw)).hosts[0].fabricRank!;
+        const { plan, logDir } = planWithLogDir(shell.root);
+        const rank = plan.hosts[0].fabricRank!;
         const fresh = shell.run(rank.update!);
         assert.equal(fresh.status, 0, fresh.stderr);
         assert.ok(fresh.calls.some(c => / fabric-check /.test(c)), "no verdict: the check runs");
         const verdict = JSON.stringify({ host: "spark-a", rank: 0, transport: "NET/Socket" });
-        fs.writeFileSync(path.join(raw.logDir, "fabric-rank0.json"), `${verdict}\n`);
+        fs.writeFileSync(path.join(logDir, "fabric-rank0.json"), `${verdict}\n`);
         const again = shell.run(rank.update!);
         assert.equal(again.status, 0, again.stderr);
         assert.deepEqual(again.calls, [], "no all-reduce");
@@ -120,12 +123,12 @@ test("fabric rank update: the verdict kept in logDir is reported again without a
         assert.match(again.stdout, /^fabric: spark-a: proven when the cluster was launched; an update relaunches nothing, so the same verdict:$/m);
         assert.ok(shell.run(rank.create).calls.some(c => / fabric-check /.test(c)), "create always checks");
         assert.equal(shell.run(rank.delete!).status, 0);
-        assert.deepEqual(fs.readdirSync(raw.logDir), [], "the delete removes the verdict with the logs");
+        assert.deepEqual(fs.readdirSync(logDir), [], "the delete removes the verdict with the logs");
         // No verdict (launched by a spark-vllm that kept none) while this cluster's vLLM runs here: not measured.
         const records = shell.inside(RECORDS_DIR);
         fs.mkdirSync(records, { recursive: true });
         fs.writeFileSync(path.join(records, "vllm.json"), "{}\n");
-        fs.writeFileSync(path.join(raw.logDir, "vllm-serve.pid"), `${sleeper.pid} ${startTime(sleeper.pid!)}\n`);
+        fs.writeFileSync(path.join(logDir, "vllm-serve.pid"), `${sleeper.pid} ${startTime(sleeper.pid!)}\n`);
         const running = shell.run(rank.update!);
         assert.equal(running.status, 0, running.stderr);
         assert.deepEqual(running.calls, [], "no all-reduce beside the running vLLM");
