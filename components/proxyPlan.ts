@@ -140,6 +140,8 @@ export function proxyConfig(spec: ClusterSpec): { create: string; update: string
     const temp = (name: string) => `$(mktemp ${shq(`${dir}/.${name}.XXXXXX`)})`;
     const fail = (why: string) => `{ echo ${shq(`spark-vllm: ${why}`)} >&2; exit 1; }`;
     const container = proxyContainerName();
+    // "$tmp" in place of NAME unless NAME already holds the same bytes; a replaced file sets changed.
+    const place = (name: string) => `if cmp -s "$tmp" ${file(name)}; then rm -f "$tmp"; else mv -f "$tmp" ${file(name)} && changed=1 || { rm -f "$tmp"; exit 1; }; fi`;
     // create (a new key, certificate or image: this command is replaced with them) restarts a running proxy always; an
     // update (a new SSH key: pulumi-command v1.2.1 remote/commandController.go Update runs `update` when set) only when
     // a file changed, so the endpoint keeps answering.
@@ -155,11 +157,11 @@ export function proxyConfig(spec: ClusterSpec): { create: string; update: string
             restart === "always" ? "changed=1" : "changed=",
             `tmp=${temp("api-key.map")} || exit 1`,
             `printf ${shq('"~^[Bb][Ee][Aa][Rr][Ee][Rr] %s$" 1;\n')} "$escaped" > "$tmp" || { rm -f "$tmp"; exit 1; }`,
-            `if cmp -s "$tmp" ${file("api-key.map")}; then rm -f "$tmp"; else mv -f "$tmp" ${file("api-key.map")} && changed=1 || { rm -f "$tmp"; exit 1; }; fi`,
+            place("api-key.map"),
             `tmp=${temp("nginx.conf")} || exit 1`,
             `printf '%s' ${shq(nginxConf(spec))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
-            `if cmp -s "$tmp" ${file("nginx.conf")}; then rm -f "$tmp"; else mv -f "$tmp" ${file("nginx.conf")} && changed=1 || { rm -f "$tmp"; exit 1; }; fi`,
-            `if [ -n "$changed" ]; then ${ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null")}; fi`,
+            place("nginx.conf"),
+            `if [ -n "$changed" ]; then ${restartIfRunning(container)}; fi`,
             `echo ${shq(`proxy configuration written to ${spec.hosts[0].name}:${dir}`)}`,
         ]);
     return {
@@ -174,6 +176,10 @@ export function proxyConfig(spec: ClusterSpec): { create: string; update: string
 export function subjectAltName(host: string): string {
     return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ? `IP:${host}` : `DNS:${host}`;
 }
+
+/** Restarts the proxy when it runs (docker restart waits until nginx is up again); nothing when it does not yet. */
+const restartIfRunning = (container: string) =>
+    ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null");
 
 /** The proxy's certificate on the head: made there (tls "generated") or written from stdin (tls "given"). */
 export function proxyTls(spec: ClusterSpec): { create: string; update?: string; delete: string; timeoutSeconds: number } {
@@ -210,10 +216,10 @@ function generatedTls(spec: ClusterSpec): { create: string; update: string; dele
         update: script([
             `if [ -s ${key} ] && [ -s ${crt} ]; then cat ${crt}; exit 0; fi`,
             ...make,
-            ifContainerRunning(container, withTimeout(60, argvLine(["docker", "restart", "-t", "10", container])) + " >/dev/null"),
+            restartIfRunning(container),
             `cat ${crt}`,
         ]),
-        delete: `rm -f ${shq(`${dir}/tls.key`)} ${shq(`${dir}/tls.crt`)}`,
+        delete: `rm -f ${key} ${crt}`,
         timeoutSeconds: 150,
     };
 }

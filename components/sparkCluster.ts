@@ -1,4 +1,3 @@
-import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
 import { ClusterSpec } from "./spec";
@@ -95,7 +94,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
         // Its value, which the fabric ranks (and head-then-copy's weights) carry in their triggers, is one digest of every
         // container's id: the ids themselves were N per follower (issue 17).
-        wiring.gate(names.of("containers"), parent, pulumi.all(this.containers.map(c => c.container.id)).apply(ids => crypto.createHash("sha256").update(ids.join(",")).digest("hex")));
+        wiring.gate(names.of("containers"), parent, digest(pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(","))));
         // 4. The same weights on every host.
         this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
         // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token

@@ -18,7 +18,7 @@ export function stdinLine(secret: pulumi.Input<string>): pulumi.Output<string> {
     return pulumi.secret(pulumi.output(secret).apply(s => `${s}\n`));
 }
 
-/** A secret's short digest: what a follower's triggers carry instead of the secret. */
+/** A short digest (sha256, 16 hex): what a follower's triggers carry instead of the value (a secret, or a list that grows with the hosts). */
 export function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
     return pulumi.output(secret).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16));
 }
