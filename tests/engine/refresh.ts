@@ -20,6 +20,14 @@ export interface LiveImage {
 /** One refresh step's result, as `pulumi up --refresh` shows it (step.go RefreshStep.ResultOp). */
 export type RefreshOp = "same" | "update" | "delete";
 
+/** One refresh step, as `Report.refresh` lists it. */
+export interface RefreshStep {
+    urn: string;
+    type: string;
+    name: string;
+    op: RefreshOp;
+}
+
 /** What the host must be asked about an entry: its container, its image, or nothing (the provider's Read asks nothing). */
 export function readKind(e: Entry): "container" | "image" | undefined {
     // Components, providers and pending replacements never change with a refresh (step.go RefreshStep.Apply).

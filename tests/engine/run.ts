@@ -10,7 +10,7 @@ import { Registration, urnOf } from "../grpc/monitor";
 import { uniqueHex } from "../grpc/previews";
 import { Secret, encode, plain as plainWire } from "../grpc/wire";
 import { DockerTarget, Transport, commandError, createContainer, dialError, inspectContainer, inspectImage, pullImage, randomPassword, removeContainer, removeImage, runRemote, updateContainer } from "./operations";
-import { RefreshOp, readContainer, readImage, readKind, refreshOp } from "./refresh";
+import { RefreshStep, readContainer, readImage, readKind, refreshOp } from "./refresh";
 import { Workers, commandText, defaultParallel, deleteOrder, dependentReplacements } from "./rules";
 import { Entry, Op, OpKind, State, diff, loadState, saveState } from "./state";
 
@@ -77,7 +77,7 @@ export interface Report {
     /** What the program logged with pulumi.log.warn (the engine's stderr lines "warning: …"), as `pulumi up` shows it. */
     warnings?: string[];
     /** `up --refresh`: each refresh step's result, as `pulumi up --refresh` lists them before the update's steps. */
-    refresh?: Array<{ urn: string; type: string; name: string; op: RefreshOp }>;
+    refresh?: RefreshStep[];
     /** Policy pack verdicts (grpc mode): `[level] policy (resource name): message`. */
     policy?: string[];
     engine?: EngineMode;
@@ -207,7 +207,7 @@ class Engine {
      * provider's Read says (refresh.ts), a resource Read finds gone leaves the state (rebuildBaseState), so the update
      * creates it again. A failed Read fails the update before the program starts ("step executor errored").
      */
-    async refresh(): Promise<Array<{ urn: string; type: string; name: string; op: RefreshOp }>> {
+    async refresh(): Promise<RefreshStep[]> {
         const read = async (e: Entry): Promise<Entry | undefined> => {
             const target = { host: e.dockerHost!, sshOpts: e.dockerSshOpts };
             switch (readKind(e)) {
@@ -216,7 +216,7 @@ class Engine {
                 default: return e;
             }
         };
-        const results: Array<{ urn: string; type: string; name: string; op: RefreshOp }> = [];
+        const results: RefreshStep[] = [];
         const entries = [...Object.values(this.state.resources), ...(this.state.pendingDeletes ?? [])];
         const refreshed = await Promise.allSettled(entries.map(e => this.workers.run(async () => {
             const after = await read(e);
