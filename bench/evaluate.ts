@@ -15,13 +15,19 @@ import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { manyHostConfig } from "../tests/harness/many-hosts";
 import { runProgram } from "../tests/grpc/runner";
+import { FloorResource, containersOnly, floorGraph, floorProject } from "./floor";
 
 const ROOT = path.join(__dirname, "..");
 
 export { manyHostConfig };
 
-export type EvalMode = "js" | "ts-node";
-export const EVAL_MODES: EvalMode[] = ["js", "ts-node"];
+//   floor    the SDK floor (bench/floor.ts): the resource graph the js run of the same host count registered, with
+//            the smallest inputs and no spark-vllm code; what the SDKs alone charge for those registrations.
+//   floor-containers  the same with the graph's docker.Containers alone: the least a design with a container per host
+//            registers.
+export type EvalMode = "js" | "ts-node" | "floor" | "floor-containers";
+export const EVAL_MODES: EvalMode[] = ["js", "ts-node", "floor", "floor-containers"];
+const isFloor = (mode: EvalMode) => mode === "floor" || mode === "floor-containers";
 
 export interface Evaluation {
     hosts: number;
@@ -36,6 +42,8 @@ export interface Evaluation {
     peakRssMiB: number;
     /** The machine's 1-minute load average when it ended (the bench adds it). */
     loadAverage?: number;
+    /** What it registered, as the floor mode registers it again (js mode only). */
+    graph?: FloorResource[];
 }
 
 /**
@@ -62,18 +70,24 @@ export function compileProgram(): string {
     return dir;
 }
 
-/** One `pulumi preview` evaluation of n hosts; `compiled` is compileProgram's directory (js mode). */
-export async function evaluateOnce(n: number, mode: EvalMode, compiled?: string): Promise<Evaluation> {
+/**
+ * One `pulumi preview` evaluation of n hosts; `compiled` is compileProgram's directory (js mode), `floor` the graph a
+ * js evaluation of n hosts returned (floor mode).
+ */
+export async function evaluateOnce(n: number, mode: EvalMode, compiled?: string, floor?: FloorResource[]): Promise<Evaluation> {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-bench-eval-"));
+    const graph = mode === "floor-containers" ? containersOnly(floor ?? []) : floor ?? [];
+    const floorRun = isFloor(mode) && compiled ? floorProject(graph, compiled) : undefined;
     try {
         const measure = path.join(tmp, "measure.json");
-        const dir = mode === "js" ? compiled : ROOT;
-        if (!dir) throw new Error("js mode needs the compiled program (compileProgram)");
+        const dir = mode === "js" ? compiled : isFloor(mode) ? floorRun?.dir : ROOT;
+        if (!dir) throw new Error(`${mode} mode needs the compiled program (compileProgram)`);
+        if (isFloor(mode) && !graph.length) throw new Error(`${mode} mode needs the graph of a js evaluation of the same host count`);
         const t0 = process.hrtime.bigint();
         const run = await runProgram({
             dir, stack: "bench", config: manyHostConfig(n), dryRun: true,
             nodeArgs: ["--import", path.join(__dirname, "measure-preload.mjs")],
-            env: { BENCH_MEASURE_OUT: measure },
+            env: { BENCH_MEASURE_OUT: measure, ...floorRun?.env },
         });
         const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
         if (run.exitCode !== 0 || run.engineError) throw new Error(`evaluation of ${n} hosts (${mode}) failed (exit ${run.exitCode}): ${run.engineError ?? ""}${run.stderr.slice(-4000)}`);
@@ -88,8 +102,10 @@ export async function evaluateOnce(n: number, mode: EvalMode, compiled?: string)
             userSeconds: m.userMicros / 1e6,
             systemSeconds: m.systemMicros / 1e6,
             peakRssMiB: m.maxRssKiB / 1024,
+            ...(mode === "js" ? { graph: floorGraph(run.registrations) } : {}),
         };
     } finally {
         fs.rmSync(tmp, { recursive: true, force: true });
+        if (floorRun) fs.rmSync(floorRun.dir, { recursive: true, force: true });
     }
 }

@@ -5,8 +5,9 @@
 //   BENCH_QUICK=1 npm run bench   the same
 //   --out DIR                     write results.json / results.md to DIR instead
 //   --only diagnose               only the diagnosis bench (bench/diagnose.ts): no root, no sim, seconds
-//   --only evaluate [--hosts 64,256] [--runs N] [--modes js,ts-node]  only program evaluation as `pulumi preview`
-//                                 runs it, through @pulumi/pulumi's cmd/run and a test gRPC engine (issue 17): no root, no sim
+//   --only evaluate [--hosts 64,256] [--runs N] [--modes js,ts-node,floor,floor-containers]  only program evaluation as `pulumi preview`
+//                                 runs it, through @pulumi/pulumi's cmd/run and a test gRPC engine (issue 17), and the SDK
+//                                 floor of the same resources (bench/floor.ts): no root, no sim
 //   --only cli                    only the CLI cold start (plan/diff/diagnose; builds dist/ first): no root, no sim
 //   --only recovery [--runs N]    only recovery without `up` (bench/recovery.ts): root, one sim per run, minutes each
 //
@@ -288,11 +289,13 @@ const modesArg = argv.indexOf("--modes");
 const EVAL_MODES_RUN: EvalMode[] = modesArg >= 0 ? argv[modesArg + 1].split(",").map(m => {
     if (!(EVAL_MODES as string[]).includes(m)) throw new Error(`--modes ${argv[modesArg + 1]}: a comma-separated list of ${EVAL_MODES.join(", ")}`);
     return m as EvalMode;
-}) : EVAL_MODES;
+}).sort((a, b) => EVAL_MODES.indexOf(a) - EVAL_MODES.indexOf(b)) : EVAL_MODES; // js before floor, which replays js's graph
 
 const EVAL_MODE_TEXT: Record<EvalMode, string> = {
     js: "compiled JavaScript (Pulumi.yaml typescript: false)",
     "ts-node": "TypeScript through the SDK's ts-node, type-checking (the committed Pulumi.yaml)",
+    floor: "the SDK floor: the js run's resources (types, names, parents, providers) registered with the smallest inputs and no spark-vllm code (bench/floor.ts)",
+    "floor-containers": "the SDK floor of the js run's docker.Containers alone: the least a design with a container per host registers (bench/floor.ts)",
 };
 
 /** How to read the evaluation figures (results.md). */
@@ -304,13 +307,19 @@ const EVAL_READING = "CPU is the program process' own user + system time (getrus
 /** Every mode and host count once per run, interleaved, so a change in the machine's load spreads over all of them. */
 async function evaluations(): Promise<Evaluation[]> {
     const all: Evaluation[] = [];
-    const compiled = EVAL_MODES_RUN.includes("js") ? compileProgram() : undefined;
+    const floors = EVAL_MODES_RUN.some(m => m.startsWith("floor"));
+    const needsJs = EVAL_MODES_RUN.includes("js") || floors;
+    const compiled = needsJs ? compileProgram() : undefined;
+    const graphs = new Map<number, Evaluation["graph"]>();
     try {
         unchanged("compiling the program");
+        if (floors && !EVAL_MODES_RUN.includes("js"))
+            for (const n of P.evalHosts) graphs.set(n, (await evaluateOnce(n, "js", compiled)).graph);
         for (let run = 1; run <= P.evalRuns; run++)
             for (const mode of EVAL_MODES_RUN)
                 for (const n of P.evalHosts) {
-                    const e = await evaluateOnce(n, mode, compiled);
+                    const { graph, ...e } = await evaluateOnce(n, mode, compiled, graphs.get(n));
+                    if (graph && !graphs.has(n)) graphs.set(n, graph);
                     unchanged(`evaluation of ${n} hosts (${mode})`);
                     log(`evaluate ${n} hosts (${mode}) #${run}: ${round(e.cpuSeconds, 2)} s CPU, ${round(e.wallSeconds, 2)} s wall, ${round(e.peakRssMiB, 1)} MiB peak, ` +
                         `${e.resources} resources, load ${round(os.loadavg()[0], 2)}`);
@@ -351,6 +360,16 @@ function evaluationSummary(evals: Evaluation[]): Record<string, any> {
         }
         evaluation[mode] = byHosts;
     }
+    // What spark-vllm adds to the SDKs' own cost of registering the same resources (bench/floor.ts).
+    if (evaluation.js && evaluation.floor)
+        for (const n of P.evalHosts) {
+            const [js, floor] = [evaluation.js[`hosts${n}`], evaluation.floor[`hosts${n}`]];
+            js.aboveFloor = {
+                cpuSeconds: round(js.cpuSeconds.median - floor.cpuSeconds.median),
+                peakRssMiB: round(js.peakRssMiB.median - floor.peakRssMiB.median),
+                cpuShare: round(1 - floor.cpuSeconds.median / js.cpuSeconds.median),
+            };
+        }
     return evaluation;
 }
 
@@ -361,12 +380,15 @@ function evaluationRows(evaluation: Record<string, any>): Row[] {
             const e = evaluation[mode][`hosts${n}`];
             const r = e.ratioTo;
             const vs = (k: string) => (r ? ` ${fmt(r[k])}× the ${r.hosts}-host figure${k === "cpuSeconds" ? ` for ${fmt(r.resources)}× the resources` : ""}.` : "");
-            const what = `\`pulumi preview\` of ${n} hosts, ${mode}`;
+            const what = mode === "floor" ? `SDK floor of ${n} hosts' resources` : mode === "floor-containers" ? `SDK floor of ${n} hosts' containers alone`
+                : `\`pulumi preview\` of ${n} hosts, ${mode}`;
             rows.push({ figure: `${what} (${e.resources} resources): CPU`, value: e.cpuSeconds, unit: "s",
                 note: `user + system of the program's process: ${EVAL_MODE_TEXT[mode]}, node start to exit.${vs("cpuSeconds")}` });
             rows.push({ figure: `${what}: wall`, value: e.wallSeconds, unit: "s",
                 note: `spawn to exit; on a shared machine mostly a measure of its load.${vs("wallSeconds")}` });
             rows.push({ figure: `${what}: peak RSS`, value: e.peakRssMiB, unit: "MiB", note: `of the program's process.${vs("peakRssMiB")}` });
+            if (e.aboveFloor) rows.push({ figure: `${what}: CPU above the SDK floor`, value: e.aboveFloor.cpuSeconds, unit: "s",
+                note: `medians' difference: ${fmt(Math.round(e.aboveFloor.cpuShare * 100))} % of the program's CPU is spark-vllm's own code and inputs; ${fmt(e.aboveFloor.peakRssMiB)} MiB of its peak RSS.` });
         }
     return rows;
 }
