@@ -56,14 +56,67 @@ export interface Project {
     name: string;
     main: string;
     typescript: boolean;
+    /** Runtime option `tsconfig`: passed as PULUMI_NODEJS_TSCONFIG_PATH, which cmd/run reads. */
+    tsconfig?: string;
+    /** Runtime option `nodeargs`, split as the language host splits it: node flags before cmd/run. */
+    nodeargs: string[];
+}
+
+/**
+ * Splits a command line as github.com/google/shlex `Split` does, which the language host uses for `nodeargs`
+ * (main.go `shlex.Split(opts.nodeargs)`): words split on blanks; '…' literal; "…" and a bare backslash escape the
+ * next character; `#` at the start of a word comments out the rest of the line.
+ */
+export function splitArgs(line: string): string[] {
+    const words: string[] = [];
+    let word: string | undefined;
+    for (let i = 0; i < line.length; i++) {
+        const c = line[i];
+        if (word === undefined) {
+            if (" \t\r\n".includes(c)) continue;
+            if (c === "#") {
+                while (i < line.length && line[i] !== "\n") i++;
+                continue;
+            }
+            word = "";
+        }
+        if (" \t\r\n".includes(c)) {
+            words.push(word);
+            word = undefined;
+        } else if (c === "\\") {
+            if (++i >= line.length) throw new Error("EOF found after escape character");
+            word += line[i];
+        } else if (c === "'" || c === '"') {
+            for (i++; ; i++) {
+                if (i >= line.length) throw new Error("EOF found when expecting closing quote");
+                if (line[i] === c) break;
+                if (c === '"' && line[i] === "\\") {
+                    if (++i >= line.length) throw new Error("EOF found after escape character");
+                }
+                word += line[i];
+            }
+        } else {
+            word += c;
+        }
+    }
+    if (word !== undefined) words.push(word);
+    return words;
 }
 
 export function readProject(dir: string): Project {
     const doc = yaml.load(fs.readFileSync(path.join(dir, "Pulumi.yaml"), "utf8")) as any;
     const runtime = doc.runtime;
     const options = typeof runtime === "object" ? runtime.options ?? {} : {};
+    // parseOptions (pulumi-language-nodejs main.go): the option's type is checked, its message is the host's.
+    const typed = <T>(key: string, type: "boolean" | "string", message: string): T | undefined => {
+        if (options[key] !== undefined && typeof options[key] !== type) throw new Error(message);
+        return options[key];
+    };
+    const typescript = typed<boolean>("typescript", "boolean", "typescript option must be a boolean") ?? true;
+    const tsconfig = typed<string>("tsconfig", "string", "tsconfigpath option must be a string");
+    const nodeargs = splitArgs(typed<string>("nodeargs", "string", "nodeargs option must be a string") ?? "");
     // getPwdMain (pkg/engine/project.go): no main → "."; a file → pwd is its directory, main its base name.
-    return { name: doc.name, main: doc.main ?? ".", typescript: options.typescript ?? true };
+    return { name: doc.name, main: doc.main ?? ".", typescript, tsconfig, nodeargs };
 }
 
 /** PULUMI_CONFIG as constructConfig builds it: `ns:name` → `ns:config:name`, string values. */
@@ -90,14 +143,17 @@ export async function runProgram(opts: RunOptions): Promise<RunResult> {
     const isDir = fs.existsSync(mainPath) && fs.statSync(mainPath).isDirectory();
     const pwd = isDir ? mainPath : path.dirname(mainPath);
     const main = isDir ? "." : path.basename(mainPath);
-    // One addition to the language host's command line: inspect-fix.js (why there); the program's process is otherwise the CLI's.
-    const args = [...(opts.nodeArgs ?? []), ...(opts.inspectFix === false ? [] : ["--require", path.join(__dirname, "inspect-fix.js")]), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
+    // One addition to the language host's command line: inspect-fix.js (why there); the program's process is otherwise
+    // the CLI's: the project's nodeargs, then cmd/run and its arguments (main.go Run: runtimeArgs before args).
+    const args = [...project.nodeargs, ...(opts.nodeArgs ?? []), ...(opts.inspectFix === false ? [] : ["--require", path.join(__dirname, "inspect-fix.js")]), runPath, "--monitor", address, "--engine", address, "--project", project.name, "--root-directory", opts.dir,
         "--stack", opts.stack, "--pwd", pwd, ...(opts.dryRun ? ["--dry-run"] : []), "--parallel", String(opts.parallel ?? 16), main];
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...opts.env };
     env.PULUMI_CONFIG = configEnv(opts.config);
     env.PULUMI_CONFIG_SECRET_KEYS = JSON.stringify(opts.secretKeys ?? []);
     if (project.typescript) env.PULUMI_NODEJS_TYPESCRIPT = "true";
     else delete env.PULUMI_NODEJS_TYPESCRIPT;
+    if (project.tsconfig) env.PULUMI_NODEJS_TSCONFIG_PATH = project.tsconfig;
+    else delete env.PULUMI_NODEJS_TSCONFIG_PATH;
     delete env.NODE_OPTIONS; // the language host runs plain `node`: no loader of ours (tsx) in the program's process
     let stdout = "", stderr = "", partial = "";
     const exitCode = await new Promise<number | null>((resolve, reject) => {
