@@ -222,11 +222,11 @@ function planFromStackFile(dir: string, stack: string): ClusterPlan | number {
 }
 
 /** A stack command's arguments and the stack file's plan, or the exit code after saying what was wrong. */
-export function stackCommand(command: string, usage: string, args: string[]): { stack: string; json: boolean; plan: ClusterPlan } | number {
+export function stackCommand(command: string, usage: string, args: string[]): { stack: string; dir: string; json: boolean; plan: ClusterPlan } | number {
     const parsed = stackCommandArgs(command, usage, args);
     if (typeof parsed === "number") return parsed;
     const plan = planFromStackFile(parsed.dir, parsed.stack);
-    return typeof plan === "number" ? plan : { stack: parsed.stack, json: parsed.json, plan };
+    return typeof plan === "number" ? plan : { stack: parsed.stack, dir: parsed.dir, json: parsed.json, plan };
 }
 
 export async function planCommand(args: string[]): Promise<number> {

@@ -4,7 +4,7 @@ import { spawn } from "child_process";
 import { ClusterPlan, HostPlan } from "../components/plan";
 import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/status";
 import { EXIT } from "./cli";
-import { stackCommand } from "./plan-command";
+import { stackCommand, stackOwner } from "./plan-command";
 
 const USAGE = "usage: spark-vllm status --stack NAME [--json] [--dir DIR]";
 /** A host that answers nothing for this long is reported unreachable. */
@@ -28,9 +28,9 @@ function askHost(plan: ClusterPlan, host: HostPlan): Promise<HostReport> {
 export async function statusCommand(args: string[]): Promise<number> {
     const loaded = stackCommand("status", USAGE, args);
     if (typeof loaded === "number") return loaded;
-    const { stack, json, plan } = loaded;
+    const { stack, dir, json, plan } = loaded;
     const reports = await Promise.all(plan.hosts.map(h => askHost(plan, h)));
-    const status = clusterStatus(plan, stack, reports);
+    const status = clusterStatus(plan, stack, reports, stackOwner(dir, stack).project);
     process.stdout.write(json ? JSON.stringify(status, null, 2) + "\n" : renderStatus(status));
     return status.serving ? EXIT.ok : EXIT.notServing;
 }

@@ -1,14 +1,24 @@
 // `spark-vllm status`: what one read-only script per host reports, and the cluster's verdict. Pure: the SSH
 // calls are in bin/status-command.ts.
 import { ClusterPlan, HostPlan, toolsPath } from "./plan";
-import { dockerExec, script, shq } from "./scripts";
-import { containerName } from "./naming";
+import { argvLine, dockerExec, script, shq } from "./scripts";
+import { containerName, resourceNames } from "./naming";
 import { dockerSshOpts } from "./connection";
+import { LaunchRecord, RECORDS_DIR } from "./launches";
+import { COMMAND } from "./resources";
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
 const CONTAINER_LINE = "spark-vllm-container ";
+/** The line with the launches the container's supervisor gave up on (the helper's given-up: a JSON list). */
+const GIVEN_UP_LINE = "spark-vllm-given-up ";
 
-/** The script run by `sh -s` over SSH on one host: the container's state, then the helper's host-status in it. */
+/**
+ * The script run by `sh -s` over SSH on one host: the container's state, the helper's host-status in it, and the
+ * launches its supervisor gave up on. Those markers live in the container's own file system (RECORDS_DIR, not under
+ * logDir), so the records directory is streamed out with `docker cp CONTAINER:DIR -`, a tar on stdout that Docker gives
+ * for a stopped container too (https://docs.docker.com/reference/cli/docker/container/cp/), and read by the helper
+ * on the host (the python3 the tools install already needs); nothing is written.
+ */
 export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
     const spec = plan.spec;
     const container = containerName(host.host.name);
@@ -24,7 +34,23 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         `state=$(docker inspect -f '{{.State.Status}}' ${shq(container)} 2>/dev/null) || state=absent`,
         `echo "${CONTAINER_LINE}$state"`,
         `if [ "$state" = running ]; then ${dockerExec(container, ["python3", toolsPath(spec), "host-status", JSON.stringify(args)])}; fi`,
+        `if [ "$state" != absent ]; then echo "${GIVEN_UP_LINE}$(docker cp ${shq(`${container}:${RECORDS_DIR}`)} - 2>/dev/null | ${argvLine(["python3", toolsPath(spec), "given-up", "{}"])})"; fi`,
     ]) + "\n";
+}
+
+/** A launch the container's supervisor stopped relaunching (supervise.py give_up, its `<name>.failed` marker). */
+export interface GivenUp {
+    /** The launch record's name (LaunchRecord.name). */
+    name: string;
+    /** Deaths in a row after a relaunch (supervise.py MAX_FAILURES). */
+    failures: number | null;
+    /** The root cause the supervisor found in the log, or null when none is known. */
+    diagnosis: { kind: string; line: string; hint: string } | null;
+    log: string | null;
+    /** When the supervisor wrote the marker (UTC, to the second). */
+    markedAt: string;
+    /** Set by clusterStatus: the URN of the launch resource whose replacement clears the marker. */
+    urn?: string;
 }
 
 export interface HostReport {
@@ -40,6 +66,8 @@ export interface HostReport {
     raylet?: boolean | null;
     rayError?: string;
     memory?: { availableGiB: number | null; totalGiB: number | null };
+    /** The launches whose marker names the record in place now (an older launch's marker does not count). */
+    givenUp?: GivenUp[];
 }
 
 /** One host's report from its script's output (exit status and stderr for when SSH or the script failed). */
@@ -58,7 +86,33 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
     } catch {
         // a truncated line: report the container alone
     }
-    return { ...base, container: state, ...inner, host: host.host.name, role: host.role };
+    const givenUp = parseGivenUp(lines.find(l => l.startsWith(GIVEN_UP_LINE))?.slice(GIVEN_UP_LINE.length));
+    return { ...base, container: state, ...inner, host: host.host.name, role: host.role, ...(givenUp ? { givenUp } : {}) };
+}
+
+function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
+    try {
+        const list = text ? JSON.parse(text) : undefined;
+        return Array.isArray(list) ? list : undefined;
+    } catch {
+        return undefined;
+    }
+}
+
+/**
+ * The URN of the resource whose `create` wrote this host's launch record (components/rayCluster.ts,
+ * components/modelEndpoint.ts, under index.ts's SparkCluster; urn.New joins the parents' types with `$`, pulumi
+ * sdk/go/common/resource/urn/urn.go). Pinned against the real program's URNs in tests/unit/status-given-up.test.ts.
+ */
+export function launchUrn(plan: ClusterPlan, stack: string, project: string, host: string, launch: string): string | undefined {
+    const n = resourceNames();
+    const head = plan.head.host.name === host;
+    const made: Record<LaunchRecord["name"], [string, string]> = {
+        vllm: ["ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm")],
+        ray: ["RayCluster", head ? n.of("ray-head") : n.host(host, "ray")],
+    };
+    const [component, name] = made[launch as LaunchRecord["name"]] ?? [];
+    return component ? `urn:pulumi:${stack}::${project}::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$${COMMAND}::${name}` : undefined;
 }
 
 export interface ClusterStatus {
@@ -71,27 +125,41 @@ export interface ClusterStatus {
     problems: string[];
 }
 
-/** Serving: every host reachable with its container running (and its Ray node, or its headless vLLM), and the head's vLLM running with /health answering 200. */
-export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostReport[]): ClusterStatus {
+/**
+ * Serving: every host reachable with its container running (and its Ray node, or its headless vLLM), the head's vLLM
+ * running with /health answering 200, and no launch that the supervisor gave up on. PROJECT: Pulumi.yaml's name.
+ */
+export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostReport[], project = "spark-vllm"): ClusterStatus {
     const ssh = (r: HostReport) => {
         const s = plan.hosts.find(h => h.host.name === r.host)!.host.ssh;
         return `ssh -p ${s.port} ${s.user}@${s.host}`;
     };
     const up = `pulumi up -s ${stack}`;
+    const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, urn: launchUrn(plan, stack, project, r.host, g.name) })) } : r);
+    // Only a new launch clears a marker (launches.ts writeRecord removes `<name>.failed` before it writes the record; a
+    // re-run that changes nothing runs no command, and keepIfSame never keeps a launch that has one): replace it.
+    const givenUp = (r: HostReport, g: GivenUp) => `${r.host}: the supervisor stopped relaunching ${g.name} after ${g.failures ?? "repeated"} failures in a row (${g.markedAt})` +
+        (g.diagnosis ? `: ${g.diagnosis.kind}: ${g.diagnosis.line}\n    ${g.diagnosis.hint}` : "; no known cause in its log") +
+        `\n    log: ${r.host}:${g.log ?? plan.vllmLog}` +
+        `\n    fix the cause, then run \`${up} --replace ${g.urn ? shq(g.urn) : `<the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
     const problems: string[] = [];
-    for (const r of reports) {
+    for (const r of hosts) {
+        const gaveUp = new Set((r.givenUp ?? []).map(g => g.name));
         if (r.unreachable !== undefined) {
             problems.push(`${r.host}: SSH failed (${r.unreachable}); check that the host is up and that \`${ssh(r)}\` works with your agent's key`);
             continue;
         }
         if (r.container !== "running") {
             problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up}\` to start it and relaunch the cluster`);
+            problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
             continue;
         }
-        if (plan.backend === "ray" && r.raylet !== true)
+        problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
+        if (plan.backend === "ray" && r.raylet !== true && !gaveUp.has("ray"))
             problems.push(`${r.host}: ${r.raylet === false ? "its Ray node is not in the cluster" : `the Ray cluster cannot be asked (${r.rayError ?? "no answer"})`}; run \`${up}\` to relaunch Ray and vLLM`);
         const runsVllm = r.role === "head" || plan.backend === "mp";
         if (runsVllm && r.vllm?.state !== "running") {
+            if (gaveUp.has("vllm")) continue;
             const d = r.vllm?.diagnosis;
             problems.push(`${r.host}: vLLM is not running (${r.vllm?.state ?? "unknown"})` +
                 (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${plan.vllmLog}`) + `\n    then run \`${up}\``);
@@ -99,14 +167,16 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             problems.push(`${r.host}: vLLM runs but /health answers ${r.health ?? "nothing"} (still loading, or hung); read ${r.host}:${plan.vllmLog}`);
         }
     }
-    return { stack, serving: problems.length === 0, endpoint: plan.endpoint, model: plan.modelName, hosts: reports, problems };
+    return { stack, serving: problems.length === 0, endpoint: plan.endpoint, model: plan.modelName, hosts, problems };
 }
 
 const duration = (s: number | null | undefined) =>
     s === null || s === undefined ? "?" : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min` : `${s} s`;
 
 export function renderStatus(s: ClusterStatus): string {
-    const out = [`stack ${s.stack}: ${s.serving ? "serving" : "NOT serving"} ${s.model} at ${s.endpoint}`];
+    const gaveUp = s.hosts.flatMap(r => (r.givenUp ?? []).map(g => `${g.name} on ${r.host}`));
+    const out = [`stack ${s.stack}: ${s.serving ? "serving" : "NOT serving"} ${s.model} at ${s.endpoint}` +
+        (gaveUp.length ? `; the supervisor gave up relaunching ${gaveUp.join(", ")}` : "")];
     for (const r of s.hosts) {
         if (r.unreachable !== undefined) { out.push(`  ${r.host} (${r.role}): unreachable`); continue; }
         const parts = [`container ${r.container}`];
@@ -116,6 +186,7 @@ export function renderStatus(s: ClusterStatus): string {
             : `vLLM ${r.vllm.state}`);
         if (r.health !== undefined) parts.push(`/health ${r.health ?? "no answer"}`);
         if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free`);
+        for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
         out.push(`  ${r.host} (${r.role}): ${parts.join(", ")}`);
     }
     if (s.problems.length) out.push("", ...s.problems.map(p => `- ${p}`));

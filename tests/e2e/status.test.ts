@@ -1,5 +1,7 @@
 // Day two on the simulated Sparks: the serving proof's figures in the outputs, and `spark-vllm status` against a
-// healthy, a degraded (vLLM killed on the head) and a dead (worker container stopped) cluster. Needs root.
+// healthy cluster, one whose supervisor gave up relaunching vLLM (the page cache fills the memory vLLM's start-up check
+// wants: every relaunch dies, docs/operations.md "Known limit"), a degraded one (vLLM dead, no record to relaunch it)
+// and a dead one (containers stopped: the supervisor's marker is still read from the stopped head). Needs root.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -13,7 +15,9 @@ import { leftovers } from "../sim/stacks";
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("status");
 
-test("serving figures after up; status: healthy (0), vLLM killed (5, its host named), worker container stopped (5); destroy leaves nothing", async () => {
+const MARKER = "/var/lib/spark-vllm/launches/vllm.failed";
+
+test("serving figures after up; status: healthy (0), supervisor gave up (5, named with its diagnosis), vLLM dead (5, its host named), containers stopped (5); destroy leaves nothing", async () => {
     const stack = suite.stack("day2");
     const dir = path.dirname(stack.statePath);
     fs.writeFileSync(path.join(dir, `Pulumi.${stack.name}.yaml`), yaml.dump({ config: stack.config }));
@@ -45,19 +49,46 @@ test("serving figures after up; status: healthy (0), vLLM killed (5, its host na
 
         const pid = (await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "cut", "-d", " ", "-f1", "/var/tmp/spark-vllm/vllm-serve.pid"])).stdout.trim();
         assert.match(pid, /^[0-9]+$/);
-        // The container's supervisor would relaunch it (components/launches.ts): without its record, nothing does.
-        await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "rm", "-f", "/var/lib/spark-vllm/launches/vllm.json"]);
+        // vLLM dies with the weights in the page cache: each relaunch fails vLLM's start-up free-memory check, and after
+        // MAX_FAILURES (5 s, 10 s, 20 s, 40 s apart) the supervisor stops and writes its marker (supervise.py give_up).
+        await suite.sim.setFaults("spark-a", { page_cache_gib: 100 });
         await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "kill", "-KILL", pid]);
+        for (const since = Date.now(); (await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "test", "-f", MARKER])).code !== 0;) {
+            if (Date.now() - since > 300_000) {
+                const sup = await suite.sim.docker("spark-a", ["logs", "--tail", "30", "spark-vllm-spark-a"]);
+                assert.fail(`the supervisor did not give up within 300 s:\n${sup.stdout}${sup.stderr}`);
+            }
+            await new Promise(res => setTimeout(res, 2000));
+        }
+        const gaveUp = status();
+        assert.equal(gaveUp.code, 5);
+        const [given] = gaveUp.report.hosts[0].givenUp;
+        assert.deepEqual([given.name, given.failures, given.log, given.diagnosis?.kind], ["vllm", 5, "/var/tmp/spark-vllm/vllm-serve.log", "startup-free-memory"]);
+        assert.ok(Math.abs(Date.parse(given.markedAt) - Date.now()) < 120_000, given.markedAt);
+        assert.deepEqual(gaveUp.report.hosts[1].givenUp, []);
+        assert.match(gaveUp.report.problems[0], /^spark-a: the supervisor stopped relaunching vllm after 5 failures in a row \(.*\): startup-free-memory: ValueError: Free memory on device/);
+        assert.match(gaveUp.report.problems[0], /--replace 'urn:pulumi:day2::spark-vllm::spark-vllm:index:SparkCluster\$spark-vllm:index:ModelEndpoint\$command:remote:Command::spark-vllm-launch'/);
+        await suite.sim.setFaults("spark-a", null);
+
+        // Without its record nothing relaunches vLLM (components/launches.ts), and a marker without its record is ignored.
+        const launches = ["exec", "spark-vllm-spark-a", "mv", "-f"];
+        await suite.sim.docker("spark-a", [...launches, "/var/lib/spark-vllm/launches/vllm.json", "/var/lib/spark-vllm/launches/vllm.json.bak"]);
         const degraded = status();
         assert.equal(degraded.code, 5);
+        assert.deepEqual(degraded.report.hosts[0].givenUp, []);
         assert.match(degraded.report.problems.join("\n"), /^spark-a: vLLM is not running \(exited\)/);
+        await suite.sim.docker("spark-a", [...launches, "/var/lib/spark-vllm/launches/vllm.json.bak", "/var/lib/spark-vllm/launches/vllm.json"]);
 
         await suite.sim.docker("spark-b", ["stop", "-t", "1", "spark-vllm-spark-b"]);
+        await suite.sim.docker("spark-a", ["stop", "-t", "1", "spark-vllm-spark-a"]);
         const dead = status();
         assert.equal(dead.code, 5);
         assert.ok(dead.report.problems.includes("spark-b: container spark-vllm-spark-b is exited; run `pulumi up -s day2` to start it and relaunch the cluster"),
             dead.report.problems.join("\n"));
+        assert.equal(dead.report.hosts[0].container, "exited");
+        assert.deepEqual(dead.report.hosts[0].givenUp.map((g: { name: string }) => g.name), ["vllm"], "read from the stopped container");
     } finally {
+        await suite.sim.setFaults("spark-a", null);
         const d = await destroy(stack);
         assert.equal(d.error, undefined, d.error);
         assert.deepEqual(await leftovers(suite.sim), []);

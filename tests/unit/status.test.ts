@@ -128,6 +128,23 @@ test("status --json: a stopped container and a missing Ray node, machine-readabl
     assert.deepEqual(s.problems, ["spark-b: container spark-vllm-spark-b is exited; run `pulumi up -s two` to start it and relaunch the cluster"]);
 });
 
+test("status: a launch the supervisor gave up on is named in the verdict and the host's line (exit 5), and in --json with the URN to replace", () => {
+    const given = { name: "vllm", failures: 5, log: "/var/tmp/spark-vllm/vllm-serve.log", markedAt: "2026-12-01T12:00:00Z",
+        diagnosis: { kind: "cuda-oom", line: "torch.OutOfMemoryError: CUDA out of memory.", hint: "Lower gpuMemoryUtilization." } };
+    const gaveUp = { stdout: head({ state: "exited", pid: 812 }, null).stdout + `spark-vllm-given-up ${JSON.stringify([given])}\n` };
+    const okWorker = { stdout: worker.stdout + "spark-vllm-given-up []\n" };
+    const r = cliWithHosts({ "198.18.0.2": gaveUp, "198.18.0.3": okWorker }, []);
+    assert.equal(r.status, 5, r.stderr + r.stdout);
+    assert.match(r.stdout, /^stack two: NOT serving .*; the supervisor gave up relaunching vllm on spark-a\n/);
+    assert.match(r.stdout, /spark-a \(head\): .*supervisor gave up on vllm \(5 failures, cuda-oom\)/);
+    assert.match(r.stdout, /- spark-a: the supervisor stopped relaunching vllm after 5 failures in a row \(2026-12-01T12:00:00Z\): cuda-oom: torch\.OutOfMemoryError/);
+    assert.doesNotMatch(r.stdout, /vLLM is not running/, "one line for the dead vLLM: the supervisor's");
+    assert.match(r.sent, /docker cp spark-vllm-spark-b:\/var\/lib\/spark-vllm\/launches - 2>\/dev\/null \| python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py given-up/);
+    const j = JSON.parse(cliWithHosts({ "198.18.0.2": gaveUp, "198.18.0.3": okWorker }, ["--json"]).stdout);
+    assert.deepEqual(j.hosts[0].givenUp, [{ ...given, urn: "urn:pulumi:two::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-vllm-launch" }]);
+    assert.deepEqual(j.hosts[1].givenUp, []);
+});
+
 test("status: usage and config errors keep their exit codes", () => {
     assert.equal(cliWithHosts({}, ["--bogus"]).status, 2);
     const r = spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), "status", "--stack", "nosuch", "--dir", os.tmpdir()], { encoding: "utf8" });

@@ -16,6 +16,7 @@
 #   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
 #   serving-proof      on the head: a short streamed load; time to first token p50/p95, output tokens/s
 #   host-status        read-only: this host's vLLM process, health, served model, memory, Ray node (spark-vllm status)
+#   given-up           read-only, on the host: the launches the supervisor stopped relaunching, from a records tar on stdin
 #   supervise          the container's main process: relaunches what the launches recorded when it is not running
 #
 # Every subcommand prints progress lines, then one JSON object as its last stdout line
@@ -33,7 +34,7 @@ from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
 from spark_vllm.rayenv import ray_env
 from spark_vllm.serving import serving_proof
-from spark_vllm.status import host_status_command
+from spark_vllm.status import given_up_command, host_status_command
 from spark_vllm.supervise import supervise
 from spark_vllm.weights import weights
 from spark_vllm.weights_source import serve_weights
@@ -54,6 +55,7 @@ COMMANDS = {
     "endpoint-probe": endpoint_probe,
     "serving-proof": serving_proof,
     "host-status": host_status_command,
+    "given-up": given_up_command,
     "supervise": supervise,
 }
 

@@ -5,10 +5,13 @@ import json
 import os
 import re
 import sys
+import tarfile
+import time
 
 from spark_vllm.common import read_file, run, say
 from spark_vllm.diagnosis import diagnose
 from spark_vllm.probes import http, process_state, stat_start_time
+from spark_vllm.supervise import marker_matches, parse_launch_record
 
 
 def uptime_seconds(pid, proc="/proc"):
@@ -83,3 +86,56 @@ def host_status(args, proc="/proc"):
 
 def host_status_command(args):
     say(json.dumps(host_status(args)))
+
+
+# ---------------------------------------------------------------------------------------------------- given-up
+# The launches the container's supervisor stopped relaunching (supervise.py give_up writes `<name>.failed` beside the
+# record). The records live in the container's own file system (components/launches.ts RECORDS_DIR), not under
+# logDir, so the host script streams them with `docker cp CONTAINER:DIR -`: a tar archive on stdout, for a running or a
+# stopped container alike (https://docs.docker.com/reference/cli/docker/container/cp/), its entries named under the
+# directory's base name, `launches/<file>` (moby daemon/archive_unix.go, docker-v29.6.1:
+# `archive.TarResourceRebaseOpts(sourceBase, filepath.Base(absPath))`). Read-only: nothing is extracted.
+MAX_RECORD_BYTES = 1 << 20
+
+
+def records_from_tar(stream):
+    """{file name: (text as read_file gives it, mtime)} of the files directly in the archived directory; {} when the
+    stream is empty or not a tar archive (no records directory yet: nothing was launched)."""
+    files = {}
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                parts = member.name.strip("/").split("/")
+                if member.isfile() and len(parts) == 2 and member.size <= MAX_RECORD_BYTES:
+                    text = tar.extractfile(member).read().decode("utf-8", errors="replace").strip()
+                    files[parts[1]] = (text, member.mtime)
+    except (tarfile.TarError, OSError, EOFError):
+        return files
+    return files
+
+
+def given_up(files):
+    """Each launch the supervisor gave up on: a `.failed` marker that names the digest of the record in place now, the
+    supervisor's own rule (supervise.py Supervisor.marked); a marker from an older launch is ignored, as it ignores it."""
+    out = []
+    for file in sorted(files):
+        if not file.endswith(".json") or file.startswith("."):  # supervise.py record_names
+            continue
+        name = file[:-len(".json")]
+        rec, digest = parse_launch_record(files[file][0])
+        marker = files.get(name + ".failed")
+        if rec is None or marker is None or not marker_matches(marker[0], digest):
+            continue
+        lines = marker[0].split("\n")
+        try:
+            detail = json.loads(lines[1]) if len(lines) > 1 else {}
+        except ValueError:
+            detail = {}
+        out.append({"name": name, "failures": detail.get("failures"), "diagnosis": detail.get("diagnosis"),
+                    "log": detail.get("log", rec.get("log")),
+                    "markedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(marker[1]))})
+    return out
+
+
+def given_up_command(args):
+    say(json.dumps(given_up(records_from_tar(sys.stdin.buffer))))

@@ -38,14 +38,24 @@ def log(text):
     say("spark-vllm supervise: %s" % text)
 
 
-def read_launch_record(directory, name):
-    text = read_file(os.path.join(directory, name + ".json"))
+def parse_launch_record(text):
+    """A record and its digest from its text as read_file gives it (stripped); (None, None) when absent or not JSON."""
     if text is None:
         return None, None
     try:
         return json.loads(text), hashlib.sha256(text.encode()).hexdigest()
     except ValueError:
         return None, None
+
+
+def read_launch_record(directory, name):
+    return parse_launch_record(read_file(os.path.join(directory, name + ".json")))
+
+
+def marker_matches(text, digest):
+    """Whether a marker (its text as read_file gives it) belongs to the record with DIGEST: its first line is that
+    digest. A marker left by an older launch of the same name does not count."""
+    return text is not None and text.split("\n")[0] == digest
 
 
 def record_names(directory):
@@ -120,8 +130,7 @@ class Supervisor:
         return os.path.join(self.dir, "%s.%s" % (name, kind))
 
     def marked(self, name, kind, digest):
-        return read_file(self.marker(name, kind)) is not None and \
-            (read_file(self.marker(name, kind)) or "").split("\n")[0] == digest
+        return marker_matches(read_file(self.marker(name, kind)), digest)
 
     def mark(self, name, kind, digest, detail=None):
         tmp = self.marker(name, kind) + ".tmp"
@@ -198,7 +207,8 @@ class Supervisor:
         why = ("%s: %s (hint: %s)" % (found["kind"], found["line"], found["hint"])) if found else \
             "no known cause in the log; read it"
         log("%s: died %d times in a row after relaunch; not relaunching it again. Diagnosis: %s. Log: %s. "
-            "Run `pulumi up` once the cause is fixed." % (name, failures, why, rec["log"]))
+            "Fix the cause, then replace its launch (`pulumi up --replace`; `spark-vllm status` prints the URN): "
+            "only a new launch clears this." % (name, failures, why, rec["log"]))
 
     # ------------------------------------------------------------------ one pass
     def tick(self):

@@ -1,10 +1,14 @@
+import io
+import json
 import os
 import shutil
+import tarfile
 import tempfile
 import unittest
 from unittest import mock
 
 from spark_vllm import status
+from spark_vllm import supervise as sv
 
 
 class HostStatus(unittest.TestCase):
@@ -69,6 +73,80 @@ class HostStatus(unittest.TestCase):
     def test_health_is_the_status_code_or_none_when_nothing_listens(self):
         out = status.host_status(self.args(healthUrl="http://127.0.0.1:9/health"), self.proc)
         self.assertIsNone(out["health"])
+
+
+class GivenUp(unittest.TestCase):
+    """The supervisor's own give_up writes the markers; they come back through a tar as `docker cp DIR -` streams it."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.root)
+        self.dir = os.path.join(self.root, "launches")
+        os.makedirs(self.dir)
+        self.sup = sv.Supervisor(self.dir)
+        self.log = os.path.join(self.root, "vllm-serve.log")
+        quiet = mock.patch.object(sv, "log")
+        quiet.start()
+        self.addCleanup(quiet.stop)
+
+    def record(self, name, **extra):
+        rec = dict({"name": name, "argv": ["vllm", "serve", "m"], "log": self.log}, **extra)
+        with open(os.path.join(self.dir, name + ".json"), "w") as f:
+            f.write(json.dumps(rec) + "\n")
+        return rec, sv.read_launch_record(self.dir, name)[1]
+
+    def archive(self):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            tar.add(self.dir, arcname="launches")
+        out.seek(0)
+        return out
+
+    def test_a_launch_the_supervisor_gave_up_on_with_its_diagnosis_log_and_time(self):
+        with open(self.log, "w") as f:
+            f.write("INFO starting\nValueError: No available memory for the cache blocks. Try increasing "
+                    "`gpu_memory_utilization` when initializing the engine.\n")
+        rec, digest = self.record("vllm")
+        self.sup.give_up("vllm", rec, digest, sv.MAX_FAILURES)
+        os.utime(os.path.join(self.dir, "vllm.failed"), (1764590400, 1764590400))
+        self.record("ray")  # running fine: no marker
+        [found] = status.given_up(status.records_from_tar(self.archive()))
+        self.assertEqual((found["name"], found["failures"], found["log"], found["markedAt"]),
+                         ("vllm", sv.MAX_FAILURES, self.log, "2025-12-01T12:00:00Z"))
+        self.assertEqual(found["diagnosis"]["kind"], "no-cache-memory")
+        self.assertIn("gpu_memory_utilization", found["diagnosis"]["line"])
+        self.assertTrue(found["diagnosis"]["hint"])
+
+    def test_no_diagnosis_is_reported_as_null(self):
+        rec, digest = self.record("ray")
+        self.sup.give_up("ray", rec, digest, 5)
+        [found] = status.given_up(status.records_from_tar(self.archive()))
+        self.assertEqual((found["name"], found["diagnosis"]), ("ray", None))
+
+    def test_a_stale_marker_from_an_older_launch_is_ignored_as_the_supervisor_ignores_it(self):
+        rec, digest = self.record("vllm")
+        self.sup.give_up("vllm", rec, digest, 5)
+        _, new_digest = self.record("vllm", argv=["vllm", "serve", "other"])
+        self.assertFalse(self.sup.marked("vllm", "failed", new_digest), "the supervisor would relaunch this record")
+        self.assertEqual(status.given_up(status.records_from_tar(self.archive())), [])
+
+    def test_a_marker_without_its_record_is_ignored(self):
+        rec, digest = self.record("vllm")
+        self.sup.give_up("vllm", rec, digest, 5)
+        os.remove(os.path.join(self.dir, "vllm.json"))
+        self.assertEqual(status.given_up(status.records_from_tar(self.archive())), [])
+
+    def test_no_records_directory_nothing_on_stdin_or_not_a_tar_is_nothing_given_up(self):
+        self.assertEqual(status.records_from_tar(io.BytesIO(b"")), {})
+        self.assertEqual(status.records_from_tar(io.BytesIO(b"Error response from daemon: Could not find the file")), {})
+
+    def test_the_subcommand_prints_one_json_line(self):
+        rec, digest = self.record("vllm")
+        self.sup.give_up("vllm", rec, digest, 5)
+        stdin = mock.Mock(buffer=self.archive())
+        with mock.patch.object(status.sys, "stdin", stdin), mock.patch.object(status, "say") as say:
+            status.given_up_command({})
+        self.assertEqual([g["name"] for g in json.loads(say.call_args[0][0])], ["vllm"])
 
 
 if __name__ == "__main__":
