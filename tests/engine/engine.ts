@@ -15,9 +15,10 @@ export interface RunOptions {
     signal?: AbortSignal;
 }
 
-/** `up`'s own options: `refresh` is `pulumi up --refresh` (tests/engine/refresh.ts). */
+/** `up`'s own options: `refresh` is `pulumi up --refresh` (tests/engine/refresh.ts), `replace` its `--replace URN`s. */
 export interface UpOptions extends RunOptions {
     refresh?: boolean;
+    replace?: string[];
 }
 
 export interface Stack {
@@ -68,6 +69,7 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
 export function up(stack: Stack, opts: UpOptions = {}): Promise<Report> {
     return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent,
         ...(opts.refresh ? { refresh: true } : {}),
+        ...(opts.replace?.length ? { replace: opts.replace } : {}),
         ...(stack.policyPack === false ? { packDir: "" } : {}) }, opts);
 }
 

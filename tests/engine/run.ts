@@ -43,6 +43,8 @@ export interface Request {
     packDir?: string;
     /** `pulumi up --refresh`: every resource in the state is read by its provider before the program runs (refresh.ts). */
     refresh?: boolean;
+    /** `pulumi up --replace URN` (repeatable): these resources are replaced whatever their inputs. */
+    replace?: string[];
 }
 
 /** One registration as the engine sees it: its URN, plain inputs and options. */
@@ -128,6 +130,9 @@ class Engine {
     readonly t0 = Date.now();
     readonly workers: Workers;
 
+    /** `--replace` targets: replaced whatever their diff (step_generator.go isTargetedReplace, diff). */
+    private readonly replaceTargets = new Set<string>();
+
     constructor(private readonly state: State, private readonly statePath: string, private readonly t: Transport,
         private readonly emit: (e: EngineEvent) => void = () => undefined, parallel = defaultParallel()) {
         this.workers = new Workers(parallel);
@@ -166,7 +171,8 @@ class Engine {
         const old = this.state.resources[key] ?? ahead?.entry;
         // Deleted with a delete-before-replace resource it depends on: created again whatever its inputs
         // (step_generator.go generateSteps, "re-create replaced resource ... deleted due to dependent DBR").
-        const kind = ahead ? "replace" : diff(args.type, old, inputs);
+        // A `--replace` target: "a replace diff that blames the id" (step_generator.go diff, isTargetedReplace).
+        const kind = ahead || (old && this.replaceTargets.has(key)) ? "replace" : diff(args.type, old, inputs);
         if (this.canceled && kind !== "same") throw new Error(`${args.type} ${args.name}: ${NOT_STARTED}`);
         const target = args.provider ? this.providers.get(args.provider.split("::").pop()!) : undefined;
         // A step waits for a free worker (the CLI's --parallel); a step queued when an earlier one fails never starts.
@@ -207,6 +213,19 @@ class Engine {
      * provider's Read says (refresh.ts), a resource Read finds gone leaves the state (rebuildBaseState), so the update
      * creates it again. A failed Read fails the update before the program starts ("step executor errored").
      */
+    /**
+     * `pulumi up --replace`: every target must be in the stack, else each is an error and the up ends before the
+     * program runs (deployment_executor.go checkTargets, after the refresh; diag/errors.go 2010 and 2011).
+     */
+    setReplaceTargets(urns: string[]): void {
+        const missing = urns.filter(u => !this.state.resources[u]);
+        for (const u of missing)
+            this.errors.push(u.includes("$") ? `Target '${u}' could not be found in the stack.`
+                : `Target '${u}' could not be found in the stack. Did you forget to escape $ in your shell?`);
+        if (missing.length) this.errors.push("one or more targets could not be found in the stack");
+        for (const u of urns) this.replaceTargets.add(u);
+    }
+
     async refresh(): Promise<RefreshStep[]> {
         const read = async (e: Entry): Promise<Entry | undefined> => {
             const target = { host: e.dockerHost!, sshOpts: e.dockerSshOpts };
@@ -496,6 +515,7 @@ async function main(): Promise<void> {
     } else {
         try {
             if (request.refresh) report.refresh = await engine.refresh();
+            if (request.replace?.length && engine.errors.length === 0) engine.setReplaceTargets(request.replace);
             if (engine.errors.length === 0) await (mode === "grpc" ? runGrpc : runMocks)(request, engine, report);
         } catch (err) {
             const message = err instanceof Error ? err.message : String(err);
