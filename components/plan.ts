@@ -9,6 +9,7 @@ import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
+import { memoryGateUrns, replaceCommand } from "./relaunch";
 import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, supervisorEntrypoint, writeRecord } from "./launches";
 
 export { containerName, toolsProgram };
@@ -626,6 +627,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         intervalSeconds: spec.probes.intervalSeconds,
         // Pipeline parallelism over Ray has failed only once two requests ran at once (vllm-project/vllm#39900).
         concurrency: spec.vllm.pipelineParallelSize > 1 ? 2 : 1,
+        // What relaunches a vLLM that died after its launch succeeded (a plain re-run runs only this probe again).
+        ...(owner ? { relaunch: replaceCommand(owner, memoryGateUrns(owner, spec.hosts.map(h => h.name))) } : {}),
     };
     const endpointProbe: CommandPlan = {
         create: withTimeout(

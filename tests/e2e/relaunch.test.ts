@@ -4,7 +4,7 @@
 // relaunches a launch that was never proven (components/remote/spark_vllm/supervise.py). `pulumi up --replace` of
 // every host's memory gate does: each gate (delete-before-replace) stops vLLM, drops the page cache and checks memory,
 // the launch lists the gates in replacedBy, the probe the launch (components/resources.ts, section 8); what
-// `spark-vllm status` and docs/troubleshooting.md tell the user to run. A target not in the stack fails the up before
+// the probe's failure, `spark-vllm status` and docs/troubleshooting.md tell the user to run. A target not in the stack fails the up before
 // anything runs (pulumi/pulumi deployment_executor.go checkTargets). Needs root.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
@@ -34,6 +34,11 @@ test("a crash while loading: a plain up again re-runs only the probe; --replace 
         const urns = Object.keys(loadState(stack.statePath).resources);
         const gates = suite.sim.hosts.map(h => urns.find(u => u.endsWith(`::${n.host(h.name, "memory")}`))!);
         assert.equal(gates.filter(Boolean).length, suite.sim.hosts.length, urns.join("\n"));
+        // Both failures say so, and name the command that relaunches it, with the stack's own URNs.
+        const command = `pulumi up -s ${stack.name} ${gates.map(g => `--replace '${g}'`).join(" ")}`;
+        for (const r of [first, again]) assert.ok(r.error!.includes(`  ${command}`), `${r.error}\nlacks ${command}`);
+        assert.match(first.error!, /vllm serve on spark-a exited \d+ s after the probe started/);
+        assert.match(again.error!, /vllm serve on spark-a is not running \(pid \d+\): it had exited before this probe's first check/);
 
         const missing = gates[0].replace(/::[^:]+$/, "::spark-no-such-resource");
         const refused = await up(stack, { replace: [gates[0], missing] });

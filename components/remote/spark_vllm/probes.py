@@ -143,6 +143,21 @@ def failure_report(args, headline, log):
     return lines
 
 
+def exit_headline(host, pid, seconds, first_check):
+    if first_check:
+        return "vllm serve on %s is not running (pid %s): it had exited before this probe's first check" % (host, pid)
+    return "vllm serve on %s exited %d s after the probe started (pid %s)" % (host, seconds, pid)
+
+
+def relaunch_advice(args):
+    """What relaunches it: the launch succeeded and stays in the stack, and the command provider never reads a command
+    back, so a `pulumi up` with no change runs only this probe again (components/relaunch.ts)."""
+    if not args.get("relaunch"):
+        return []
+    return ["a plain `pulumi up` runs only this probe again and does not relaunch vLLM; once the cause is fixed, "
+            "relaunch it (memory check and page cache drop on every host first) with:", "  " + args["relaunch"]]
+
+
 def concurrent_completions(base, key, model, n):
     """n one-token completions at once; [(status, body)] in order."""
     results = [None] * n
@@ -185,6 +200,7 @@ def endpoint_probe(args):
     started = time.time()
     deadline = started + args["timeoutSeconds"]
     next_progress = started + PROGRESS_EVERY
+    first_check = True
     while True:
         status, _ = http("GET", base + "/health", timeout=2)
         if status == 200:
@@ -193,8 +209,9 @@ def endpoint_probe(args):
         if state != "running":
             # Let the last lines of a dying process reach the log.
             time.sleep(0.2)
-            fail(failure_report(args, "vllm serve on %s exited %d s after the probe started (pid %s)"
-                                % (args["host"], time.time() - started, pid), read_log(args["log"])))
+            fail(failure_report(args, exit_headline(args["host"], pid, time.time() - started, first_check),
+                                read_log(args["log"])) + relaunch_advice(args))
+        first_check = False
         now = time.time()
         if now >= deadline:
             fail(failure_report(args, "vllm serve on %s did not become healthy within %d s (still running: hung or "

@@ -69,6 +69,18 @@ class Logs(unittest.TestCase):
         self.assertEqual(lines[4:6], ["full log: spark-a:/var/tmp/spark-vllm/vllm-serve.log", "context:"])
         self.assertTrue(all(line.startswith("  ") for line in lines[6:]) and 1 < len(lines[6:]) <= 15)
 
+    def test_exit_headline_says_whether_vllm_died_before_the_probe(self):
+        self.assertEqual(probes.exit_headline("spark-a", 41, 0.3, True),
+                         "vllm serve on spark-a is not running (pid 41): it had exited before this probe's first check")
+        self.assertEqual(probes.exit_headline("spark-a", 41, 6.7, False), "vllm serve on spark-a exited 6 s after the probe started (pid 41)")
+
+    def test_relaunch_advice_names_the_plan_s_command(self):
+        cmd = "pulumi up -s day2 --replace 'urn:pulumi:day2::spark-vllm::a$b::spark-spark-a-memory'"
+        self.assertEqual(probes.relaunch_advice({"relaunch": cmd}),
+                         ["a plain `pulumi up` runs only this probe again and does not relaunch vLLM; once the cause is fixed, "
+                          "relaunch it (memory check and page cache drop on every host first) with:", "  " + cmd])
+        self.assertEqual(probes.relaunch_advice({}), [])
+
     def test_failure_report_without_one_shows_the_last_fifteen_lines(self):
         log = "\n".join("step %d" % i for i in range(40)) + "\n\n"
         lines = probes.failure_report({"host": "spark-a", "log": "/l"}, "timed out", log)
