@@ -139,8 +139,9 @@ export function relaunchUrns(plan: ClusterPlan, stack: string, project: string, 
 }
 
 /**
- * `pulumi up -s STACK --replace 'URN' …`: `--replace` may be given several times; every URN must be in the stack, or the
- * whole `up` fails ("one or more targets could not be found in the stack", pulumi/pulumi
+ * `pulumi up -s STACK --replace 'URN' …`: `--replace` may be given several times
+ * (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/, "--replace urn1 --replace urn2"); every URN must be in the
+ * stack, or the whole `up` fails ("one or more targets could not be found in the stack", pulumi/pulumi
  * pkg/resource/deploy/deployment_executor.go checkTargets).
  */
 export function replaceCommand(stack: string, urns: string[]): string {
