@@ -205,8 +205,8 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             const d = r.vllm?.diagnosis;
             problems.push(`${r.host}: vLLM is not running (${r.vllm?.state ?? "unknown"})` +
                 (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${plan.vllmLog}`) +
-                // supervise.py: only a launch that was proven (had served) is relaunched, after a backoff.
-                `\n    the supervisor relaunches a vLLM that had served, after a backoff; to relaunch it now (or after a failed \`up\`), run \`${relaunch(r.host, "vllm")}\``);
+                // supervise.py tick_one: only a proven launch (it had served) is relaunched; failed tries back off (5 s doubling).
+                `\n    the supervisor relaunches a vLLM that had served (backing off while it keeps dying); to relaunch it now (or after a failed \`up\`), run \`${relaunch(r.host, "vllm")}\``);
         } else if (r.role === "head" && r.health !== 200) {
             problems.push(`${r.host}: vLLM runs but /health answers ${r.health ?? "nothing"} (still loading, or hung); read ${r.host}:${plan.vllmLog}`);
         }

@@ -120,7 +120,7 @@ test("status: a dead vLLM (with its diagnosis) and an unreachable worker are not
     assert.equal(r.status, 5, r.stderr + r.stdout);
     assert.match(r.stdout, /NOT serving/);
     assert.ok(r.stdout.includes("- spark-a: vLLM is not running (exited): cuda-oom: torch.OutOfMemoryError: CUDA out of memory.\n    Lower gpuMemoryUtilization.\n" +
-        `    the supervisor relaunches a vLLM that had served, after a backoff; to relaunch it now (or after a failed \`up\`), run \`${replaceGates}\`\n`), r.stdout);
+        `    the supervisor relaunches a vLLM that had served (backing off while it keeps dying); to relaunch it now (or after a failed \`up\`), run \`${replaceGates}\`\n`), r.stdout);
     assert.match(r.stdout, /spark-b: SSH failed \(ssh: connect to host 198\.18\.0\.3 port 22: No route to host\); check that the host is up and that `ssh -p 22 root@198\.18\.0\.3` works/);
 });
 
