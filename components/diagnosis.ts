@@ -262,8 +262,9 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         hint:
             "The head waited for every host's vLLM to join its rendezvous and some never did: a worker's vLLM died first " +
             "(its own log on that host has the root cause), or it cannot reach the head's fabric address on " +
-            "`spark-vllm:vllm.masterPort` (a firewall, or a wrong `hosts[].fabric.address`). Fix that, then run `pulumi up` " +
-            "again: it relaunches every host together.",
+            "`spark-vllm:vllm.masterPort` (a firewall, or a wrong `hosts[].fabric.address`). Fix that, then relaunch every " +
+            "host together with the `pulumi up --replace` of every host's memory gate that `spark-vllm status` prints (a " +
+            "plain `pulumi up` re-runs only the failed probe).",
     },
     {
         kind: "unknown-engine-failure",

@@ -49,8 +49,8 @@ export interface GivenUp {
     log: string | null;
     /** When the supervisor wrote the marker (UTC, to the second). */
     markedAt: string;
-    /** Set by clusterStatus: the URN of the launch resource whose replacement clears the marker. */
-    urn?: string;
+    /** Set by clusterStatus: the URNs whose `pulumi up --replace` relaunches it, which clears the marker (relaunchUrns). */
+    replace?: string[];
 }
 
 export interface HostReport {
@@ -100,19 +100,52 @@ function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
 }
 
 /**
- * The URN of the resource whose `create` wrote this host's launch record (components/rayCluster.ts,
- * components/modelEndpoint.ts, under index.ts's SparkCluster; urn.New joins the parents' types with `$`, pulumi
- * sdk/go/common/resource/urn/urn.go). Pinned against the real program's URNs in tests/unit/status-given-up.test.ts.
+ * The URN of a command of the program (components/rayCluster.ts, components/modelEndpoint.ts, under index.ts's
+ * SparkCluster; urn.New joins the parents' types with `$`, pulumi sdk/go/common/resource/urn/urn.go). Pinned against
+ * the real program's URNs in tests/unit/status-given-up.test.ts.
  */
+const commandUrn = (stack: string, project: string, component: "ModelEndpoint" | "RayCluster", name: string) =>
+    `urn:pulumi:${stack}::${project}::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$${COMMAND}::${name}`;
+
+/** The URN of the resource whose `create` wrote this host's launch record. */
 export function launchUrn(plan: ClusterPlan, stack: string, project: string, host: string, launch: string): string | undefined {
     const n = resourceNames();
     const head = plan.head.host.name === host;
-    const made: Record<LaunchRecord["name"], [string, string]> = {
+    const made: Record<LaunchRecord["name"], ["ModelEndpoint" | "RayCluster", string]> = {
         vllm: ["ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm")],
         ray: ["RayCluster", head ? n.of("ray-head") : n.host(host, "ray")],
     };
     const [component, name] = made[launch as LaunchRecord["name"]] ?? [];
-    return component ? `urn:pulumi:${stack}::${project}::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$${COMMAND}::${name}` : undefined;
+    return component ? commandUrn(stack, project, component, name) : undefined;
+}
+
+/** The URNs of every host's memory gate (components/resources.ts section 8), in the plan's host order. */
+export function memoryGateUrns(plan: ClusterPlan, stack: string, project: string): string[] {
+    return plan.hosts.map(h => commandUrn(stack, project, "ModelEndpoint", resourceNames().host(h.host.name, "memory")));
+}
+
+/**
+ * What relaunches LAUNCH on HOST: the URNs to `pulumi up --replace`. A plain `up` cannot: the launch's create succeeded,
+ * so it is in the state, and the command provider has no Read, so nothing notices the process died. vLLM (the head's or
+ * an mp worker's): every host's memory gate, deleteBeforeReplace (it stops vLLM), drops the page cache and checks free
+ * memory; every vLLM launch lists the gates in replacedBy, so they, then the endpoint probe, follow. Replacing the
+ * launch alone would skip the gates, and a `startup-free-memory` would come back. Ray: that host's Ray launch, which
+ * the Ray probe, the gates, vLLM and the probe follow (replacedBy). Undefined for a launch the program does not make.
+ */
+export function relaunchUrns(plan: ClusterPlan, stack: string, project: string, host: string, launch: string): string[] | undefined {
+    if (launch === "vllm") return memoryGateUrns(plan, stack, project);
+    const urn = launchUrn(plan, stack, project, host, launch);
+    return urn ? [urn] : undefined;
+}
+
+/**
+ * `pulumi up -s STACK --replace 'URN' …`: `--replace` may be given several times
+ * (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/, "--replace urn1 --replace urn2"); every URN must be in the
+ * stack, or the whole `up` fails ("one or more targets could not be found in the stack", pulumi/pulumi
+ * pkg/resource/deploy/deployment_executor.go checkTargets).
+ */
+export function replaceCommand(stack: string, urns: string[]): string {
+    return [`pulumi up -s ${stack}`, ...urns.map(u => `--replace ${shq(u)}`)].join(" ");
 }
 
 export interface ClusterStatus {
@@ -135,13 +168,14 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         return `ssh -p ${s.port} ${s.user}@${s.host}`;
     };
     const up = `pulumi up -s ${stack}`;
-    const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, urn: launchUrn(plan, stack, project, r.host, g.name) })) } : r);
+    const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, replace: relaunchUrns(plan, stack, project, r.host, g.name) })) } : r);
+    const relaunch = (host: string, launch: "vllm" | "ray") => replaceCommand(stack, relaunchUrns(plan, stack, project, host, launch)!);
     // Only a new launch clears a marker (launches.ts writeRecord removes `<name>.failed` before it writes the record; a
     // re-run that changes nothing runs no command, and keepIfSame never keeps a launch that has one): replace it.
     const givenUp = (r: HostReport, g: GivenUp) => `${r.host}: the supervisor stopped relaunching ${g.name} after ${g.failures ?? "repeated"} failures in a row (${g.markedAt})` +
         (g.diagnosis ? `: ${g.diagnosis.kind}: ${g.diagnosis.line}\n    ${g.diagnosis.hint}` : "; no known cause in its log") +
         `\n    log: ${r.host}:${g.log ?? plan.vllmLog}` +
-        `\n    fix the cause, then run \`${up} --replace ${g.urn ? shq(g.urn) : `<the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
+        `\n    fix the cause, then run \`${g.replace ? replaceCommand(stack, g.replace) : `${up} --replace <the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
     const problems: string[] = [];
     for (const r of hosts) {
         const gaveUp = new Set((r.givenUp ?? []).map(g => g.name));
@@ -150,19 +184,29 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             continue;
         }
         if (r.container !== "running") {
-            problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up}\` to start it and relaunch the cluster`);
+            // A plain `up` never reads the hosts; a refresh reads each container (README "pulumi up --refresh",
+            // tests/e2e/refresh.test.ts): a stopped one is started in place, a missing one created again.
+            problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up} --refresh\` to ` +
+                (r.container === "absent" ? "create it again and relaunch the cluster" : "start it: its supervisor relaunches what it ran") +
+                ` (a plain \`${up}\` does not look at the hosts)`);
             problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
             continue;
         }
         problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
         if (plan.backend === "ray" && r.raylet !== true && !gaveUp.has("ray"))
-            problems.push(`${r.host}: ${r.raylet === false ? "its Ray node is not in the cluster" : `the Ray cluster cannot be asked (${r.rayError ?? "no answer"})`}; run \`${up}\` to relaunch Ray and vLLM`);
+            // Not in the cluster: its own Ray launch; not asked (the head's GCS did not answer): the head's, which every
+            // worker's Ray launch follows (replacedBy). Either is followed by the Ray probe, the memory gates, vLLM.
+            problems.push(r.raylet === false
+                ? `${r.host}: its Ray node is not in the cluster; run \`${relaunch(r.host, "ray")}\` to relaunch Ray and vLLM`
+                : `${r.host}: the Ray cluster cannot be asked (${r.rayError ?? "no answer"}); run \`${relaunch(plan.head.host.name, "ray")}\` to relaunch Ray and vLLM`);
         const runsVllm = r.role === "head" || plan.backend === "mp";
         if (runsVllm && r.vllm?.state !== "running") {
             if (gaveUp.has("vllm")) continue;
             const d = r.vllm?.diagnosis;
             problems.push(`${r.host}: vLLM is not running (${r.vllm?.state ?? "unknown"})` +
-                (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${plan.vllmLog}`) + `\n    then run \`${up}\``);
+                (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${plan.vllmLog}`) +
+                // supervise.py tick_one: only a proven launch (it had served) is relaunched; failed tries back off (5 s doubling).
+                `\n    the supervisor relaunches a vLLM that had served (backing off while it keeps dying); to relaunch it now (or after a failed \`up\`), run \`${relaunch(r.host, "vllm")}\``);
         } else if (r.role === "head" && r.health !== 200) {
             problems.push(`${r.host}: vLLM runs but /health answers ${r.health ?? "nothing"} (still loading, or hung); read ${r.host}:${plan.vllmLog}`);
         }

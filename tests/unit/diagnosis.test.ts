@@ -225,6 +225,12 @@ test("hints name the Spark settings to change", () => {
     assert.match(hint("gated-repo"), /licence/);
 });
 
+test("no hint says a plain `pulumi up` relaunches vLLM: after a failed probe it re-runs only the probe", () => {
+    for (const e of DIAGNOSIS_CATALOG) assert.doesNotMatch(e.hint, /run `pulumi up` again/, e.kind);
+    const rendezvous = DIAGNOSIS_CATALOG.find(e => e.kind === "rendezvous-timeout")!.hint;
+    assert.match(rendezvous, /`pulumi up --replace` of every host's memory gate that `spark-vllm status` prints/);
+});
+
 test("the Python port (in the shipped helper program) gives the same answers as TypeScript", () => {
     const texts = [
         ...readdirSync(FIXTURES).sort().map(fixture),

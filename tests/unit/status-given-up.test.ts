@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { RECORDS_DIR } from "../../components/launches";
-import { clusterStatus, hostStatusScript, launchUrn, parseHostOutput, renderStatus } from "../../components/status";
+import { clusterStatus, hostStatusScript, launchUrn, memoryGateUrns, parseHostOutput, relaunchUrns, renderStatus, replaceCommand } from "../../components/status";
 import { TOOLS_FILE, toolsProgram } from "../../components/toolsProgram";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
 import { rawConfig } from "../fixtures";
@@ -35,6 +35,36 @@ test("every launch record's URN is the real program's URN of the launch that wro
     assert.ok(checked >= 10, `only ${checked} launches checked`);
     const plan = planCluster(parseSpec(rawConfig(2)));
     assert.equal(launchUrn(plan, "s", "p", "spark-a", "nosuch"), undefined);
+    assert.equal(relaunchUrns(plan, "s", "p", "spark-a", "nosuch"), undefined);
+});
+
+test("what relaunches a launch is in the real program (ray, mp and one-host stacks): vLLM, every host's memory gate and no other; Ray, that host's Ray launch", () => {
+    const pinned: Record<string, string[]> = JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", "stack-urns.json"), "utf8"));
+    const backends = new Set<string>();
+    for (const stack of ["gpt-oss-120b", "spark", "spark-mp"]) {
+        const urns = pinned[stack];
+        const plan = planCluster(parseSpec(readStackFile(ROOT, stack)));
+        backends.add(`${plan.backend} ${plan.hosts.length}`);
+        const project = stackOwner(ROOT, stack).project;
+        const gates = memoryGateUrns(plan, stack, project);
+        // Every memory gate of the stack, each exactly once (a URN not in the stack fails the whole `up`).
+        assert.deepEqual([...gates].sort(), urns.filter(u => /\$spark-vllm:index:ModelEndpoint\$command:remote:Command::[^:]*-memory$/.test(u)).sort(), stack);
+        assert.equal(gates.length, plan.hosts.length, stack);
+        for (const h of plan.hosts) {
+            if (h.role === "head" || h.vllmLaunch) assert.deepEqual(relaunchUrns(plan, stack, project, h.host.name, "vllm"), gates, `${stack} ${h.host.name} vllm`);
+            if (h.rayLaunch) {
+                const ray = relaunchUrns(plan, stack, project, h.host.name, "ray");
+                assert.equal(ray?.length, 1);
+                assert.ok(urns.includes(ray![0]), `${stack} ${h.host.name} ray: ${ray![0]}`);
+                assert.match(ray![0], h.role === "head" ? /::spark-ray-head$/ : new RegExp(`::spark-${h.host.name}-ray$`));
+            }
+        }
+    }
+    assert.deepEqual([...backends].sort(), ["mp 2", "ray 2", "single 1"], "one host, ray and mp stacks all checked");
+    const mp = planCluster(parseSpec(readStackFile(ROOT, "spark-mp")));
+    assert.equal(replaceCommand("spark-mp", memoryGateUrns(mp, "spark-mp", "spark-vllm")),
+        "pulumi up -s spark-mp --replace 'urn:pulumi:spark-mp::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-spark-a-memory'" +
+        " --replace 'urn:pulumi:spark-mp::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-spark-b-memory'");
 });
 
 /** The host script under `sh -s`, with a stand-in `docker`: inspect says STATE; cp streams DIR's copy of RECORDS_DIR as tar. */
@@ -106,13 +136,14 @@ test("the verdict names the launch given up, its diagnosis, log and the replace 
     const head = { host: "spark-a", role: "head" as const, container: "running", vllm: { state: "exited", pid: 812 }, health: null, raylet: true, givenUp: [given] };
     const worker = { host: "spark-b", role: "worker" as const, container: "running", raylet: true, givenUp: [] };
     const s = clusterStatus(plan, "day2", [head, worker], "my-project");
-    const urn = "urn:pulumi:day2::my-project::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-vllm-launch";
+    // Every host's memory gate, not the launch alone (that would skip the page-cache drop this cause needs).
+    const gate = (h: string) => `urn:pulumi:day2::my-project::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-${h}-memory`;
     assert.equal(s.serving, false);
-    assert.equal(s.hosts[0].givenUp![0].urn, urn);
+    assert.deepEqual(s.hosts[0].givenUp![0].replace, [gate("spark-a"), gate("spark-b")]);
     assert.deepEqual(s.problems, [
         "spark-a: the supervisor stopped relaunching vllm after 5 failures in a row (2026-12-01T12:00:00Z): startup-free-memory: " + given.diagnosis.line +
         "\n    Drop the page cache.\n    log: spark-a:/var/tmp/spark-vllm/vllm-serve.log" +
-        `\n    fix the cause, then run \`pulumi up -s day2 --replace '${urn}'\`: the new launch clears the marker (a plain \`pulumi up -s day2\` changes nothing)`,
+        `\n    fix the cause, then run \`pulumi up -s day2 --replace '${gate("spark-a")}' --replace '${gate("spark-b")}'\`: the new launch clears the marker (a plain \`pulumi up -s day2\` changes nothing)`,
     ]);
     const text = renderStatus(s);
     assert.match(text, /^stack day2: NOT serving qwen3\.5-122b at \S+; the supervisor gave up relaunching vllm on spark-a\n/);
@@ -124,5 +155,5 @@ test("the verdict names the launch given up, its diagnosis, log and the replace 
     const t = clusterStatus(plan, "day2", [{ ...head, vllm: { state: "running", pid: 1 }, health: 200, givenUp: [] }, rayGone]);
     assert.equal(t.problems.length, 2);
     assert.match(t.problems[0], /^spark-b: container spark-vllm-spark-b is exited/);
-    assert.match(t.problems[1], /^spark-b: the supervisor stopped relaunching ray after 5 failures in a row \(2026-12-01T12:00:00Z\); no known cause in its log\n    log: spark-b:\/var\/tmp\/spark-vllm\/ray-start\.log\n.*--replace 'urn:pulumi:day2::spark-vllm::spark-vllm:index:SparkCluster\$spark-vllm:index:RayCluster\$command:remote:Command::spark-spark-b-ray'/);
+    assert.match(t.problems[1], /^spark-b: the supervisor stopped relaunching ray after 5 failures in a row \(2026-12-01T12:00:00Z\); no known cause in its log\n    log: spark-b:\/var\/tmp\/spark-vllm\/ray-start\.log\n    fix the cause, then run `pulumi up -s day2 --replace 'urn:pulumi:day2::spark-vllm::spark-vllm:index:SparkCluster\$spark-vllm:index:RayCluster\$command:remote:Command::spark-spark-b-ray'`:/);
 });

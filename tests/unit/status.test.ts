@@ -95,6 +95,10 @@ process.stdin.on("end", () => {
 }
 
 const memory = { availableGiB: 60.2, totalGiB: 119.7 };
+/** The URN of a command of stack "two" under the component COMPONENT (tests/unit/fixtures/stack-urns.json's shape). */
+const urn = (component: string, name: string) => `urn:pulumi:two::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$command:remote:Command::${name}`;
+/** What relaunches vLLM on stack "two": every host's memory gate (components/status.ts relaunchUrns). */
+const replaceGates = `pulumi up -s two --replace '${urn("ModelEndpoint", "spark-spark-a-memory")}' --replace '${urn("ModelEndpoint", "spark-spark-b-memory")}'`;
 const head = (vllm: object, health: number | null) =>
     ({ stdout: "spark-vllm-container running\n" + JSON.stringify({ host: "spark-a", vllm, health, raylet: true, memory }) + "\n" });
 const worker = { stdout: "spark-vllm-container running\n" + JSON.stringify({ host: "spark-b", vllm: { state: "no pid file", pid: null }, raylet: true, memory }) + "\n" };
@@ -115,7 +119,8 @@ test("status: a dead vLLM (with its diagnosis) and an unreachable worker are not
     const r = cliWithHosts({ "198.18.0.2": head(dead, null), "198.18.0.3": { code: 255, stderr: "ssh: connect to host 198.18.0.3 port 22: No route to host\n" } }, []);
     assert.equal(r.status, 5, r.stderr + r.stdout);
     assert.match(r.stdout, /NOT serving/);
-    assert.match(r.stdout, /spark-a: vLLM is not running \(exited\): cuda-oom: torch\.OutOfMemoryError: CUDA out of memory\.\n    Lower gpuMemoryUtilization\.\n    then run `pulumi up -s two`/);
+    assert.ok(r.stdout.includes("- spark-a: vLLM is not running (exited): cuda-oom: torch.OutOfMemoryError: CUDA out of memory.\n    Lower gpuMemoryUtilization.\n" +
+        `    the supervisor relaunches a vLLM that had served (backing off while it keeps dying); to relaunch it now (or after a failed \`up\`), run \`${replaceGates}\`\n`), r.stdout);
     assert.match(r.stdout, /spark-b: SSH failed \(ssh: connect to host 198\.18\.0\.3 port 22: No route to host\); check that the host is up and that `ssh -p 22 root@198\.18\.0\.3` works/);
 });
 
@@ -125,7 +130,18 @@ test("status --json: a stopped container and a missing Ray node, machine-readabl
     const s = JSON.parse(r.stdout);
     assert.equal(s.serving, false);
     assert.equal(s.hosts[1].container, "exited");
-    assert.deepEqual(s.problems, ["spark-b: container spark-vllm-spark-b is exited; run `pulumi up -s two` to start it and relaunch the cluster"]);
+    assert.deepEqual(s.problems, ["spark-b: container spark-vllm-spark-b is exited; run `pulumi up -s two --refresh` to start it: its supervisor relaunches what it ran (a plain `pulumi up -s two` does not look at the hosts)"]);
+});
+
+test("status: a missing container, a Ray node not in the cluster and a Ray cluster that cannot be asked each name the replace that relaunches it", () => {
+    const gone = cliWithHosts({ "198.18.0.2": head(running, 200), "198.18.0.3": { stdout: "spark-vllm-container absent\n" } }, ["--json"]);
+    assert.deepEqual(JSON.parse(gone.stdout).problems, ["spark-b: container spark-vllm-spark-b is absent; run `pulumi up -s two --refresh` to create it again and relaunch the cluster (a plain `pulumi up -s two` does not look at the hosts)"]);
+    const lost = { stdout: "spark-vllm-container running\n" + JSON.stringify({ host: "spark-b", vllm: { state: "no pid file", pid: null }, raylet: false, memory }) + "\n" };
+    assert.deepEqual(JSON.parse(cliWithHosts({ "198.18.0.2": head(running, 200), "198.18.0.3": lost }, ["--json"]).stdout).problems,
+        [`spark-b: its Ray node is not in the cluster; run \`pulumi up -s two --replace '${urn("RayCluster", "spark-spark-b-ray")}'\` to relaunch Ray and vLLM`]);
+    const unasked = { stdout: "spark-vllm-container running\n" + JSON.stringify({ host: "spark-b", vllm: { state: "no pid file", pid: null }, raylet: null, rayError: "ConnectionError: GCS unreachable", memory }) + "\n" };
+    assert.deepEqual(JSON.parse(cliWithHosts({ "198.18.0.2": head(running, 200), "198.18.0.3": unasked }, ["--json"]).stdout).problems,
+        [`spark-b: the Ray cluster cannot be asked (ConnectionError: GCS unreachable); run \`pulumi up -s two --replace '${urn("RayCluster", "spark-ray-head")}'\` to relaunch Ray and vLLM`]);
 });
 
 test("status: a launch the supervisor gave up on is named in the verdict and the host's line (exit 5), and in --json with the URN to replace", () => {
@@ -141,7 +157,8 @@ test("status: a launch the supervisor gave up on is named in the verdict and the
     assert.doesNotMatch(r.stdout, /vLLM is not running/, "one line for the dead vLLM: the supervisor's");
     assert.match(r.sent, /docker cp spark-vllm-spark-b:\/var\/lib\/spark-vllm\/launches - 2>\/dev\/null \| python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py given-up/);
     const j = JSON.parse(cliWithHosts({ "198.18.0.2": gaveUp, "198.18.0.3": okWorker }, ["--json"]).stdout);
-    assert.deepEqual(j.hosts[0].givenUp, [{ ...given, urn: "urn:pulumi:two::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-vllm-launch" }]);
+    assert.deepEqual(j.hosts[0].givenUp, [{ ...given, replace: [urn("ModelEndpoint", "spark-spark-a-memory"), urn("ModelEndpoint", "spark-spark-b-memory")] }]);
+    assert.ok(j.problems[0].endsWith(`fix the cause, then run \`${replaceGates}\`: the new launch clears the marker (a plain \`pulumi up -s two\` changes nothing)`), j.problems[0]);
     assert.deepEqual(j.hosts[1].givenUp, []);
 });
 

@@ -207,8 +207,9 @@ class Supervisor:
         why = ("%s: %s (hint: %s)" % (found["kind"], found["line"], found["hint"])) if found else \
             "no known cause in the log; read it"
         log("%s: died %d times in a row after relaunch; not relaunching it again. Diagnosis: %s. Log: %s. "
-            "Fix the cause, then replace its launch (`pulumi up --replace`; `spark-vllm status` prints the URN): "
-            "only a new launch clears this." % (name, failures, why, rec["log"]))
+            "Fix the cause, then run the `pulumi up --replace` that `spark-vllm status` prints (for vllm every host's "
+            "memory gate, which drops the page cache first; for ray this host's Ray launch): only a new launch clears "
+            "this." % (name, failures, why, rec["log"]))
 
     # ------------------------------------------------------------------ one pass
     def tick(self):

@@ -117,6 +117,15 @@ class GivenUp(unittest.TestCase):
         self.assertIn("gpu_memory_utilization", found["diagnosis"]["line"])
         self.assertTrue(found["diagnosis"]["hint"])
 
+    def test_the_give_up_line_points_at_the_replace_status_prints_not_at_the_launch_alone(self):
+        # Replacing vLLM's launch alone would not run the memory gates (a page cache that fails the start-up check
+        # comes back): the line names the memory gates, and the status command that prints their URNs.
+        rec, digest = self.record("vllm")
+        self.sup.give_up("vllm", rec, digest, 5)
+        said = sv.log.call_args[0][0]
+        self.assertIn("`spark-vllm status` prints", said)
+        self.assertIn("every host's memory gate", said)
+
     def test_no_diagnosis_is_reported_as_null(self):
         rec, digest = self.record("ray")
         self.sup.give_up("ray", rec, digest, 5)
