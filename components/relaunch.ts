@@ -6,7 +6,8 @@
 // components/resources.ts section 8 — every host's memory gate (delete-before-replace: stops vLLM, drops the page
 // cache, checks free memory) is in the vLLM launch's replacedBy, every headless launch follows the head's, and the
 // probe follows the launches; a host's Ray launch is in the Ray probe's replacedBy, which the gates follow.
-// tests/e2e/relaunch.test.ts runs it. Pure: no Pulumi.
+// The endpoint probe (plan.ts) and `spark-vllm status` (status.ts) print these; tests/e2e/relaunch.test.ts runs them.
+// Pure: no Pulumi.
 import { Owner } from "./ownership";
 import { resourceNames } from "./naming";
 import { shq } from "./scripts";
@@ -19,19 +20,34 @@ function commandUrn(owner: Owner, parent: keyof typeof PARENTS, name: string): s
     return `urn:pulumi:${owner.stack}::${owner.project}::${PARENTS[parent]}$command:remote:Command::${name}`;
 }
 
-/** Every host's memory gate: replacing them all relaunches vLLM everywhere, after a clean memory check. */
+/** Every host's memory gate (components/resources.ts section 8), in the hosts' order. */
 export function memoryGateUrns(owner: Owner, hosts: string[]): string[] {
     const n = resourceNames();
     return hosts.map(h => commandUrn(owner, "ModelEndpoint", n.host(h, "memory")));
 }
 
-/** A host's Ray launch (the head's is ray-head): replacing it re-forms Ray there, then relaunches vLLM. */
-export function rayLaunchUrn(owner: Owner, host: string, head: boolean): string {
+/** The command whose `create` wrote a host's launch record (components/launches.ts LaunchRecord.name); undefined for another name. */
+export function launchUrn(owner: Owner, host: string, head: boolean, launch: string): string | undefined {
     const n = resourceNames();
-    return commandUrn(owner, "RayCluster", head ? n.of("ray-head") : n.host(host, "ray"));
+    if (launch === "vllm") return commandUrn(owner, "ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm"));
+    if (launch === "ray") return commandUrn(owner, "RayCluster", head ? n.of("ray-head") : n.host(host, "ray"));
+    return undefined;
 }
 
-/** `pulumi up -s STACK --replace 'URN' …`, each URN quoted for a POSIX shell. */
+/**
+ * What relaunches LAUNCH on HOST: vLLM (the head's or an mp worker's), every host's memory gate, never the launch alone
+ * (that would skip the gates, and a `startup-free-memory` would come back); Ray, that host's Ray launch.
+ */
+export function relaunchUrns(owner: Owner, hosts: string[], host: string, head: boolean, launch: string): string[] | undefined {
+    if (launch === "vllm") return memoryGateUrns(owner, hosts);
+    const urn = launchUrn(owner, host, head, launch);
+    return urn ? [urn] : undefined;
+}
+
+/**
+ * `pulumi up -s STACK --replace 'URN' …`, each word quoted for a POSIX shell (`--replace urn1 --replace urn2`:
+ * https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/).
+ */
 export function replaceCommand(owner: Owner, urns: string[]): string {
     return [`pulumi up -s ${shq(owner.stack)}`, ...urns.map(u => `--replace ${shq(u)}`)].join(" ");
 }

@@ -2,10 +2,10 @@
 // calls are in bin/status-command.ts.
 import { ClusterPlan, HostPlan, toolsPath } from "./plan";
 import { argvLine, dockerExec, script, shq } from "./scripts";
-import { containerName, resourceNames } from "./naming";
+import { containerName } from "./naming";
 import { dockerSshOpts } from "./connection";
-import { LaunchRecord, RECORDS_DIR } from "./launches";
-import { COMMAND } from "./resources";
+import { RECORDS_DIR } from "./launches";
+import { relaunchUrns, replaceCommand } from "./relaunch";
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
 const CONTAINER_LINE = "spark-vllm-container ";
@@ -99,55 +99,6 @@ function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
     }
 }
 
-/**
- * The URN of a command of the program (components/rayCluster.ts, components/modelEndpoint.ts, under index.ts's
- * SparkCluster; urn.New joins the parents' types with `$`, pulumi sdk/go/common/resource/urn/urn.go). Pinned against
- * the real program's URNs in tests/unit/status-given-up.test.ts.
- */
-const commandUrn = (stack: string, project: string, component: "ModelEndpoint" | "RayCluster", name: string) =>
-    `urn:pulumi:${stack}::${project}::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$${COMMAND}::${name}`;
-
-/** The URN of the resource whose `create` wrote this host's launch record. */
-export function launchUrn(plan: ClusterPlan, stack: string, project: string, host: string, launch: string): string | undefined {
-    const n = resourceNames();
-    const head = plan.head.host.name === host;
-    const made: Record<LaunchRecord["name"], ["ModelEndpoint" | "RayCluster", string]> = {
-        vllm: ["ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm")],
-        ray: ["RayCluster", head ? n.of("ray-head") : n.host(host, "ray")],
-    };
-    const [component, name] = made[launch as LaunchRecord["name"]] ?? [];
-    return component ? commandUrn(stack, project, component, name) : undefined;
-}
-
-/** The URNs of every host's memory gate (components/resources.ts section 8), in the plan's host order. */
-export function memoryGateUrns(plan: ClusterPlan, stack: string, project: string): string[] {
-    return plan.hosts.map(h => commandUrn(stack, project, "ModelEndpoint", resourceNames().host(h.host.name, "memory")));
-}
-
-/**
- * What relaunches LAUNCH on HOST: the URNs to `pulumi up --replace`. A plain `up` cannot: the launch's create succeeded,
- * so it is in the state, and the command provider has no Read, so nothing notices the process died. vLLM (the head's or
- * an mp worker's): every host's memory gate, deleteBeforeReplace (it stops vLLM), drops the page cache and checks free
- * memory; every vLLM launch lists the gates in replacedBy, so they, then the endpoint probe, follow. Replacing the
- * launch alone would skip the gates, and a `startup-free-memory` would come back. Ray: that host's Ray launch, which
- * the Ray probe, the gates, vLLM and the probe follow (replacedBy). Undefined for a launch the program does not make.
- */
-export function relaunchUrns(plan: ClusterPlan, stack: string, project: string, host: string, launch: string): string[] | undefined {
-    if (launch === "vllm") return memoryGateUrns(plan, stack, project);
-    const urn = launchUrn(plan, stack, project, host, launch);
-    return urn ? [urn] : undefined;
-}
-
-/**
- * `pulumi up -s STACK --replace 'URN' …`: `--replace` may be given several times
- * (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/, "--replace urn1 --replace urn2"); every URN must be in the
- * stack, or the whole `up` fails ("one or more targets could not be found in the stack", pulumi/pulumi
- * pkg/resource/deploy/deployment_executor.go checkTargets).
- */
-export function replaceCommand(stack: string, urns: string[]): string {
-    return [`pulumi up -s ${stack}`, ...urns.map(u => `--replace ${shq(u)}`)].join(" ");
-}
-
 export interface ClusterStatus {
     stack: string;
     serving: boolean;
@@ -168,14 +119,18 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         return `ssh -p ${s.port} ${s.user}@${s.host}`;
     };
     const up = `pulumi up -s ${stack}`;
-    const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, replace: relaunchUrns(plan, stack, project, r.host, g.name) })) } : r);
-    const relaunch = (host: string, launch: "vllm" | "ray") => replaceCommand(stack, relaunchUrns(plan, stack, project, host, launch)!);
+    // What relaunches a launch (components/relaunch.ts): a plain `up` cannot, the command provider never reads one back.
+    const owner = { project, stack };
+    const urns = (host: string, launch: string) =>
+        relaunchUrns(owner, plan.hosts.map(h => h.host.name), host, plan.head.host.name === host, launch);
+    const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, replace: urns(r.host, g.name) })) } : r);
+    const relaunch = (host: string, launch: "vllm" | "ray") => replaceCommand(owner, urns(host, launch)!);
     // Only a new launch clears a marker (launches.ts writeRecord removes `<name>.failed` before it writes the record; a
     // re-run that changes nothing runs no command, and keepIfSame never keeps a launch that has one): replace it.
     const givenUp = (r: HostReport, g: GivenUp) => `${r.host}: the supervisor stopped relaunching ${g.name} after ${g.failures ?? "repeated"} failures in a row (${g.markedAt})` +
         (g.diagnosis ? `: ${g.diagnosis.kind}: ${g.diagnosis.line}\n    ${g.diagnosis.hint}` : "; no known cause in its log") +
         `\n    log: ${r.host}:${g.log ?? plan.vllmLog}` +
-        `\n    fix the cause, then run \`${g.replace ? replaceCommand(stack, g.replace) : `${up} --replace <the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
+        `\n    fix the cause, then run \`${g.replace ? replaceCommand(owner, g.replace) : `${up} --replace <the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
     const problems: string[] = [];
     for (const r of hosts) {
         const gaveUp = new Set((r.givenUp ?? []).map(g => g.name));

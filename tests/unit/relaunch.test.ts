@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
-import { memoryGateUrns, rayLaunchUrn, replaceCommand } from "../../components/relaunch";
+import { launchUrn, memoryGateUrns, replaceCommand } from "../../components/relaunch";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -18,7 +18,7 @@ test("the memory gates' and Ray launches' URNs are the program's, for every comm
         const spec = parseSpec(readStackFile(ROOT, stack));
         const gates = memoryGateUrns(owner, spec.hosts.map(h => h.name));
         assert.deepEqual(gates, urns.filter(u => u.endsWith("-memory")), stack);
-        const rays = spec.hosts.map((h, i) => rayLaunchUrn(owner, h.name, i === 0));
+        const rays = spec.hosts.map((h, i) => launchUrn(owner, h.name, i === 0, "ray")!);
         if (spec.vllm.backend === "ray") for (const u of rays) assert.ok(urns.includes(u), `${stack}: ${u}`);
         else assert.ok(rays.every(u => !urns.includes(u)), `${stack}: no Ray launch without Ray`);
     }

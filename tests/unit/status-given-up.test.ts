@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { RECORDS_DIR } from "../../components/launches";
-import { clusterStatus, hostStatusScript, launchUrn, memoryGateUrns, parseHostOutput, relaunchUrns, renderStatus, replaceCommand } from "../../components/status";
+import { clusterStatus, hostStatusScript, parseHostOutput, renderStatus } from "../../components/status";
+import { launchUrn, memoryGateUrns, relaunchUrns, replaceCommand } from "../../components/relaunch";
 import { TOOLS_FILE, toolsProgram } from "../../components/toolsProgram";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
 import { rawConfig } from "../fixtures";
@@ -26,7 +27,7 @@ test("every launch record's URN is the real program's URN of the launch that wro
             // What each host's launches record (plan.ts: rayLaunch on every Ray host, the head's vLLM, an mp worker's headless one).
             const records = [...(h.rayLaunch ? ["ray"] : []), ...(h.role === "head" || h.vllmLaunch ? ["vllm"] : [])];
             for (const name of records) {
-                const urn = launchUrn(plan, stack, stackOwner(ROOT, stack).project, h.host.name, name);
+                const urn = launchUrn({ project: stackOwner(ROOT, stack).project, stack }, h.host.name, h.role === "head", name);
                 assert.ok(urn && urns.includes(urn), `${stack} ${h.host.name} ${name}: ${urn} is not one of the program's URNs`);
                 checked++;
             }
@@ -34,8 +35,8 @@ test("every launch record's URN is the real program's URN of the launch that wro
     }
     assert.ok(checked >= 10, `only ${checked} launches checked`);
     const plan = planCluster(parseSpec(rawConfig(2)));
-    assert.equal(launchUrn(plan, "s", "p", "spark-a", "nosuch"), undefined);
-    assert.equal(relaunchUrns(plan, "s", "p", "spark-a", "nosuch"), undefined);
+    assert.equal(launchUrn({ project: "p", stack: "s" }, "spark-a", true, "nosuch"), undefined);
+    assert.equal(relaunchUrns({ project: "p", stack: "s" }, plan.hosts.map(h => h.host.name), "spark-a", true, "nosuch"), undefined);
 });
 
 test("what relaunches a launch is in the real program (ray, mp and one-host stacks): vLLM, every host's memory gate and no other; Ray, that host's Ray launch", () => {
@@ -46,14 +47,16 @@ test("what relaunches a launch is in the real program (ray, mp and one-host stac
         const plan = planCluster(parseSpec(readStackFile(ROOT, stack)));
         backends.add(`${plan.backend} ${plan.hosts.length}`);
         const project = stackOwner(ROOT, stack).project;
-        const gates = memoryGateUrns(plan, stack, project);
+        const owner = { project, stack };
+        const names = plan.hosts.map(h => h.host.name);
+        const gates = memoryGateUrns(owner, names);
         // Every memory gate of the stack, each exactly once (a URN not in the stack fails the whole `up`).
         assert.deepEqual([...gates].sort(), urns.filter(u => /\$spark-vllm:index:ModelEndpoint\$command:remote:Command::[^:]*-memory$/.test(u)).sort(), stack);
         assert.equal(gates.length, plan.hosts.length, stack);
         for (const h of plan.hosts) {
-            if (h.role === "head" || h.vllmLaunch) assert.deepEqual(relaunchUrns(plan, stack, project, h.host.name, "vllm"), gates, `${stack} ${h.host.name} vllm`);
+            if (h.role === "head" || h.vllmLaunch) assert.deepEqual(relaunchUrns(owner, names, h.host.name, h.role === "head", "vllm"), gates, `${stack} ${h.host.name} vllm`);
             if (h.rayLaunch) {
-                const ray = relaunchUrns(plan, stack, project, h.host.name, "ray");
+                const ray = relaunchUrns(owner, names, h.host.name, h.role === "head", "ray");
                 assert.equal(ray?.length, 1);
                 assert.ok(urns.includes(ray![0]), `${stack} ${h.host.name} ray: ${ray![0]}`);
                 assert.match(ray![0], h.role === "head" ? /::spark-ray-head$/ : new RegExp(`::spark-${h.host.name}-ray$`));
@@ -62,7 +65,8 @@ test("what relaunches a launch is in the real program (ray, mp and one-host stac
     }
     assert.deepEqual([...backends].sort(), ["mp 2", "ray 2", "single 1"], "one host, ray and mp stacks all checked");
     const mp = planCluster(parseSpec(readStackFile(ROOT, "spark-mp")));
-    assert.equal(replaceCommand("spark-mp", memoryGateUrns(mp, "spark-mp", "spark-vllm")),
+    const mpOwner = { project: "spark-vllm", stack: "spark-mp" };
+    assert.equal(replaceCommand(mpOwner, memoryGateUrns(mpOwner, mp.hosts.map(h => h.host.name))),
         "pulumi up -s spark-mp --replace 'urn:pulumi:spark-mp::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-spark-a-memory'" +
         " --replace 'urn:pulumi:spark-mp::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint$command:remote:Command::spark-spark-b-memory'");
 });
