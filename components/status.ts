@@ -118,9 +118,9 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         const s = plan.hosts.find(h => h.host.name === r.host)!.host.ssh;
         return `ssh -p ${s.port} ${s.user}@${s.host}`;
     };
-    const up = `pulumi up -s ${stack}`;
     // What relaunches a launch (components/relaunch.ts): a plain `up` cannot, the command provider never reads one back.
     const owner = { project, stack };
+    const up = replaceCommand(owner, []);
     const urns = (host: string, launch: string) =>
         relaunchUrns(owner, plan.hosts.map(h => h.host.name), host, plan.head.host.name === host, launch);
     const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, replace: urns(r.host, g.name) })) } : r);
