@@ -5,6 +5,7 @@ import { WeightsManifest, sameWeights } from "./checks";
 import { ResourceNames } from "./naming";
 import { Wiring, checked, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";
+import { workerCopyToken } from "./copyToken";
 
 /** @internal Built only by SparkCluster. */
 export interface ModelWeightsArgs {
@@ -29,12 +30,16 @@ export class ModelWeights extends pulumi.ComponentResource {
         super("spark-vllm:index:ModelWeights", name, {}, opts);
         const { plan, names, wiring } = args;
         const hfToken = args.hfToken === undefined ? undefined : stdinLine(args.hfToken);
-        // head-then-copy: a copy token for this stack, generated; the head's server and each worker's copy get it on stdin.
+        // head-then-copy: a copy token for this stack, generated; the head's server gets it on stdin, each worker's copy
+        // only its own token derived from it (components/copyToken.ts), which names that worker to the server.
         const copyToken = plan.weightsSource ? wiring.generatedSecret(names.of("weights-token"), { parent: this }) : undefined;
         const secrets = { hfToken, weightsToken: copyToken && stdinLine(copyToken), apiKey: undefined, rayToken: undefined, tlsFiles: undefined };
         const weights = (i: number) => {
             const h = plan.hosts[i];
-            return wiring.command(names.host(h.host.name, "weights"), { parent: this }, h.weights.stdin ? secrets[h.weights.stdin] : undefined);
+            const stdin = h.weights.stdin === "weightsToken" && copyToken
+                ? stdinLine(copyToken.apply(t => workerCopyToken(t, h.host.name)))
+                : h.weights.stdin ? secrets[h.weights.stdin] : undefined;
+            return wiring.command(names.host(h.host.name, "weights"), { parent: this }, stdin);
         };
         const head = weights(0);
         if (plan.weightsSource) wiring.command(names.of("weights-source"), { parent: this }, secrets.weightsToken);

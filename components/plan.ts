@@ -244,6 +244,42 @@ export function packTools(content: string): string {
 const UNPACK_TOOLS = "import base64, sys, zlib; sys.stdout.buffer.write(zlib.decompress(base64.b64decode(sys.stdin.buffer.read())))";
 
 /**
+ * Issue 30: every directory above logDir, up to `/`, must be owned by root or the SSH user and writable by no
+ * one else, or their owner could rename logDir away and put a program of their own in its place, which the SSH user and
+ * container root would then run. Checked on the literal path (each prefix followed, `stat -L`) and on its resolved one
+ * (`realpath`), so a link on the way counts both for where it sits and where it leads. A world- or group-writable
+ * directory with the sticky bit (`/tmp`, `/var/tmp`) is accepted: there only an entry's owner (or the directory's, or
+ * root) may rename or remove it (unlink(2), rename(2) EACCES/EPERM with S_ISVTX), and the entry below it is itself
+ * checked, so a name someone else made first there is refused by its owner. Every bad directory is named, with its
+ * owner, mode and fix, before any file is written (mkdir -p only adds the missing directories, as the SSH user). logDir itself must be the SSH user's own and
+ * writable by no one else, sticky or not (checked right after).
+ */
+function logDirChainCheck(logDir: string): string[] {
+    const dir = shq(logDir);
+    return [
+        `me=$(id -u); myname=$(id -un); chain_bad=; seen=; real=$(realpath -e ${dir}) || exit 1`,
+        `for top in "$real" ${dir}; do`,
+        `  d=$(dirname "$top")`,
+        `  while :; do`,
+        `    info=$(stat -L -c '%u %U %a %A' "$d") || exit 1`,
+        `    set -- $info`,
+        `    what="$d (above logDir $top)"`,
+        `    case "$seen" in *"|$d|"*) set -- 0 root 755 seen ;; esac; seen="$seen|$d|"`,
+        `    if [ "$1" != 0 ] && [ "$1" != "$me" ]; then`,
+        `      echo "spark-vllm: $what is owned by uid $1 ($2), mode $4: only root or $myname may own logDir and the directories above it, since their owner could swap the programs spark-vllm runs there as root; fix: sudo chown root $d && sudo chmod go-w $d, or set spark-vllm:logDir to a directory of your own" >&2; chain_bad=1`,
+        `    elif [ $(( 0$3 & 022 )) -ne 0 ] && [ $(( 0$3 & 01000 )) -eq 0 ]; then`,
+        `      echo "spark-vllm: $what is writable by others (owner $2, mode $4) without the sticky bit: anyone who can write it could rename logDir away and plant programs; fix: sudo chmod go-w $d, or set spark-vllm:logDir to a directory of your own" >&2; chain_bad=1`,
+        `    fi`,
+        `    [ "$d" = / ] && break`,
+        `    d=$(dirname "$d")`,
+        `  done`,
+        `  [ "$real" = ${dir} ] && break`,
+        `done`,
+        `[ -z "$chain_bad" ] || exit 1`,
+    ];
+}
+
+/**
  * Writes the helper program, which the SSH user and container root then run, into logDir. The default logDir sits in
  * world-writable /var/tmp, so a local user who made it first could replace the program: logDir must be the SSH
  * user's own and not writable by others (else refused, naming the owner and the fix), is made private (700), and
@@ -259,6 +295,7 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed
         create: script([
             "umask 077",
             `mkdir -p ${dir} || exit 1`,
+            ...logDirChainCheck(spec.logDir),
             `owner=$(stat -c %u ${dir}) && mode=$(stat -c %A ${dir}) || exit 1`,
             `[ "$owner" = "$(id -u)" ] || ${refuse("is owned by uid $owner, not by $(id -un): another user could replace the programs spark-vllm runs there")}`,
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,

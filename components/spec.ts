@@ -388,13 +388,62 @@ export const MANAGED_VLLM_FLAGS: Record<string, string> = {
     "--headless": "hosts (spark-vllm's multi-node launch)",
 };
 
+const SSL_REFUSAL = "the endpoint proxy speaks plain HTTP to vLLM on the head's loopback and terminates TLS itself; " +
+    "set spark-vllm:endpoint.tls instead";
+
 /** Options refused in extraArgs whatever their value. */
 export const REFUSED_VLLM_FLAGS: Record<string, string> = {
     // FlexibleArgumentParser._pull_args_from_config (vllm/utils/argparse_utils.py) splices every key of the
     // YAML file into the arguments: a file on the host could set the port, the key or the parallelism.
     "--config": "vLLM reads options from that file, which can override every option spark-vllm sets; " +
         "list the options themselves in spark-vllm:vllm.extraArgs",
+    // Issue 30: options that open a listener beside the endpoint proxy, or replace or weaken the checks of vLLM's
+    // HTTP stack (FrontendArgs in vllm/entrypoints/openai/cli_args.py, EngineArgs.add_cli_args in
+    // vllm/engine/arg_utils.py). docs/security.md#refused-extraargs lists each with its reason.
+    "--middleware": "it adds any importable ASGI middleware in front of vLLM's own routes and key check " +
+        "(FrontendArgs.middleware, vllm/entrypoints/openai/cli_args.py)",
+    "--root-path": "it mounts vLLM's routes under a prefix (FastAPI root_path), so the paths vLLM checks the key on " +
+        "are no longer the paths the endpoint proxy forwards and guards",
+    "--allowed-local-media-path": "it lets every API caller read files of the host's file system in that directory " +
+        "through file:// media URLs (vLLM's help calls it a security risk); send media in the request instead",
+    "--uds": "it moves vLLM's HTTP listener to a Unix socket of your choosing; where vLLM listens is spark-vllm's, " +
+        "behind the endpoint proxy",
+    "--grpc": "it serves gRPC instead of the HTTP API that the endpoint proxy forwards and guards",
+    "--ssl-keyfile": SSL_REFUSAL,
+    "--ssl-certfile": SSL_REFUSAL,
+    "--ssl-ca-certs": SSL_REFUSAL,
+    "--ssl-cert-reqs": SSL_REFUSAL,
+    "--ssl-ciphers": SSL_REFUSAL,
+    "--enable-ssl-refresh": SSL_REFUSAL,
+    "--kv-transfer-config": "KV-transfer connectors (disaggregated prefill) open listeners of their own (kv_ip/kv_port, " +
+        "vllm/config/kv_transfer.py) outside the endpoint proxy and can load any module (kv_connector_module_path); " +
+        "spark-vllm does not deploy disaggregated serving",
+    "--ec-transfer-config": "encoder-cache transfer connectors open listeners of their own outside the endpoint proxy " +
+        "(vllm/config/ec_transfer.py); spark-vllm does not deploy disaggregated serving",
+    "--data-parallel-multi-port-external-lb": "it starts one more API server per data-parallel rank, on ports the " +
+        "endpoint proxy does not front",
+    "--data-parallel-supervisor-port": "it opens the HTTP port of the multi-port data-parallel health supervisor, which " +
+        "the endpoint proxy does not front",
+    "--trust-request-chat-template": "it lets every API caller send a chat template that the server renders; vLLM " +
+        "refuses request templates unless told to (FrontendArgs.trust_request_chat_template)",
 };
+
+/** Options whose value decides whether they open a listener beside the proxy or weaken vLLM's HTTP limits. */
+export const VALUE_CHECKED_VLLM_FLAGS = ["--kv-events-config", "--data-parallel-address", "-dpa",
+    "--h11-max-incomplete-event-size", "--h11-max-header-count"] as const;
+
+/**
+ * vLLM's h11 limits against header abuse (FrontendArgs.h11_max_incomplete_event_size / h11_max_header_count,
+ * defaults H11_MAX_INCOMPLETE_EVENT_SIZE_DEFAULT and H11_MAX_HEADER_COUNT_DEFAULT in
+ * vllm/entrypoints/serve/utils/constants.py, as cli_args.py documents them): lowering is fine, raising is refused.
+ */
+export const VLLM_H11_LIMITS: Record<string, number> = {
+    "--h11-max-incomplete-event-size": 4194304,
+    "--h11-max-header-count": 256,
+};
+
+/** KVEventsConfig.endpoint's default (vllm/config/kv_events.py): a ZMQ publisher on every interface. */
+export const KV_EVENTS_DEFAULT_ENDPOINT = "tcp://*:5557";
 
 /**
  * The option an argument names, as vLLM's parser reads it; undefined for a value. vLLM's FlexibleArgumentParser
@@ -442,6 +491,97 @@ function extraArgProblem(arg: string): string | undefined {
     const from = MANAGED_VLLM_FLAGS[governed];
     const key = /^[a-z]+\.[A-Za-z]+$/.test(from) ? `${CONFIG_NAMESPACE}:${from}` : undefined;
     return `${name} is set by spark-vllm from ${from}; remove it from extraArgs${key ? ` and set ${key} instead` : ""}`;
+}
+
+/** The value-checked option ARG's option names (exact, or an argparse abbreviation of a long one); undefined if none. */
+function valueCheckedOption(option: string): string | undefined {
+    if ((VALUE_CHECKED_VLLM_FLAGS as readonly string[]).includes(option)) return option;
+    if (!option.startsWith("--") || option.length <= 2) return undefined;
+    return VALUE_CHECKED_VLLM_FLAGS.find(n => n.startsWith("--") && n.startsWith(option));
+}
+
+/** Loopback as a ZMQ endpoint: ipc:// and inproc:// never leave the host; tcp:// only to a loopback address. */
+function loopbackZmqEndpoint(endpoint: string): boolean {
+    if (/^(?:ipc|inproc):\/\/./.test(endpoint)) return true;
+    const tcp = /^tcp:\/\/(.+):(\d{1,5})$/.exec(endpoint);
+    return !!tcp && loopbackHost(tcp[1]);
+}
+
+function loopbackHost(host: string): boolean {
+    const v4 = parseIPv4(host);
+    return v4 ? v4[0] === 127 : host === "localhost" || host === "[::1]" || host === "::1";
+}
+
+/**
+ * Problems with extraArgs whose value opens a listener on other than loopback or raises a limit of vLLM's HTTP stack,
+ * as [index, message]. Reads `--flag value`, `--flag=value`, JSON values and vLLM's dotted JSON keys
+ * (`--kv-events-config.endpoint=…`, which FlexibleArgumentParser folds into the JSON option; vllm/utils/
+ * argparse_utils.py), in any spelling vllmOptionOf accepts.
+ */
+export function exposureProblems(args: readonly string[]): Array<[number, string]> {
+    const problems: Array<[number, string]> = [];
+    // KV-cache events: the merged config, and where each field was set (the last setting wins, as in vLLM).
+    const kv: Record<string, unknown> = {};
+    const kvAt: Record<string, number> = {};
+    let kvFirst: number | undefined;
+    for (let i = 0; i < args.length; i++) {
+        const option = vllmOptionOf(args[i]);
+        const name = option && valueCheckedOption(option);
+        if (!name) continue;
+        const eq = args[i].indexOf("=");
+        const written = eq < 0 ? args[i] : args[i].slice(0, eq);
+        const next = args[i + 1];
+        const takesNext = eq < 0 && next !== undefined && vllmOptionOf(next) === undefined;
+        const value = eq >= 0 ? args[i].slice(eq + 1) : takesNext ? next : undefined;
+        const shown = `${plain(written)}${value === undefined ? "" : ` ${show(value, 60)}`}`;
+        if (name === "--kv-events-config") {
+            kvFirst ??= i;
+            const dot = written.indexOf(".");
+            if (dot >= 0) {
+                const key = written.slice(dot + 1).split(".")[0];
+                kv[key] = value ?? true;
+                kvAt[key] = i;
+                continue;
+            }
+            let parsed: unknown;
+            try {
+                parsed = value === undefined ? undefined : JSON.parse(value);
+            } catch {
+                parsed = undefined;
+            }
+            if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+                problems.push([i, `${shown}: the value must be a JSON object, so that spark-vllm can check its endpoints ` +
+                    `(KVEventsConfig, vllm/config/kv_events.py)`]);
+                continue;
+            }
+            for (const [k, v] of Object.entries(parsed)) { kv[k] = v; kvAt[k] = i; }
+        } else if (name === "--data-parallel-address" || name === "-dpa") {
+            if (value !== undefined && !loopbackHost(value))
+                problems.push([i, `${shown} is refused: vLLM's data-parallel coordination listens on that address, which is ` +
+                    `not loopback, outside the endpoint proxy; leave it out, or use 127.0.0.1 for data parallelism on one host`]);
+        } else {
+            const limit = VLLM_H11_LIMITS[name];
+            const n = value === undefined ? NaN : Number(value);
+            if (value !== undefined && !(Number.isInteger(n) && n > 0 && n <= limit))
+                problems.push([i, `${shown} is refused: it may only lower vLLM's limit against header abuse (default and ` +
+                    `most ${limit}), not raise or remove it`]);
+        }
+    }
+    if (kvFirst !== undefined) {
+        const enabled = kv.enable_kv_cache_events === true || String(kv.enable_kv_cache_events).toLowerCase() === "true" || kv.publisher === "zmq";
+        for (const key of ["endpoint", "replay_endpoint"]) {
+            const v = kv[key];
+            if (v === undefined || v === null) continue;
+            if (typeof v !== "string" || !loopbackZmqEndpoint(v))
+                problems.push([kvAt[key], `--kv-events-config ${key} ${show(String(v), 60)} is refused: vLLM's KV-event ` +
+                    `publisher listens there, which is not loopback, outside the endpoint proxy; use tcp://127.0.0.1:PORT or ipc://PATH`]);
+        }
+        if (enabled && (kv.endpoint === undefined || kv.endpoint === null))
+            problems.push([kvFirst, `--kv-events-config turns KV-cache events on without an endpoint: vLLM's default ` +
+                `${KV_EVENTS_DEFAULT_ENDPOINT} (vllm/config/kv_events.py) listens on every interface; set "endpoint" to ` +
+                `tcp://127.0.0.1:PORT or ipc://PATH`]);
+    }
+    return problems;
 }
 
 // ---------------------------------------------------------------- value rules
@@ -846,6 +986,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
         const problem = extraArgProblem(arg);
         if (problem) r.problem(`vllm.extraArgs[${i}]`, problem);
     });
+    if (extraArgs) for (const [i, problem] of exposureProblems(extraArgs)) r.problem(`vllm.extraArgs[${i}]`, problem);
     const extraBytes = extraArgs?.reduce((n, a) => n + utf8Length(a) + 1, 0) ?? 0;
     if (extraBytes > LIMITS.extraArgsBytes)
         r.problem("vllm.extraArgs", `come to ${extraBytes} bytes; at most ${LIMITS.extraArgsBytes} (they go into one command line; put long values in a file on the hosts)`);

@@ -6,6 +6,43 @@ import { containerName } from "./naming";
 import { dockerSshOpts } from "./connection";
 import { RECORDS_DIR } from "./launches";
 import { relaunchUrns, replaceCommand } from "./relaunch";
+import * as crypto from "crypto";
+
+/** The line the host script prints when the helper program in logDir is not the one this plan places. */
+const REFUSED_LINE = "spark-vllm-helper-refused ";
+
+/** sha256 (hex) of the helper program the plan places: what status expects to find in logDir. */
+export function helperDigest(content: string): string {
+    return crypto.createHash("sha256").update(content, "utf8").digest("hex");
+}
+
+/**
+ * Issue 30: runs the helper program only when its bytes have the expected sha256. `python3 -c VERIFIED_RUN PATH
+ * SHA256 [ARGS…]` reads the file once, hashes those bytes and, when they match, runs the same bytes (exec of the
+ * compiled text, `__name__ == "__main__"`, sys.argv as `python3 PATH ARGS…` would set it), so a program swapped
+ * between the check and the run is never run. Without ARGS it only checks. A mismatch prints why on stderr and
+ * exits 97 without running anything.
+ */
+export const VERIFIED_RUN = [
+    `import hashlib, sys`,
+    `path, want = sys.argv[1], sys.argv[2]`,
+    `try:`,
+    `    src = open(path, "rb").read()`,
+    `except OSError as e:`,
+    `    sys.stderr.write("spark-vllm: cannot read the helper program %s (%s): run pulumi up to install it\\n" % (path, e.strerror)); sys.exit(97)`,
+    `got = hashlib.sha256(src).hexdigest()`,
+    `if got != want:`,
+    `    sys.stderr.write("spark-vllm: refusing to run %s: its sha256 is %s, not %s, the helper program this spark-vllm places; ` +
+        `it was changed on the host, or the stack was deployed by another spark-vllm version: check who can write it, then run pulumi up to install it again\\n" % (path, got, want)); sys.exit(97)`,
+    `if len(sys.argv) > 3:`,
+    `    sys.argv = [path] + sys.argv[3:]`,
+    `    exec(compile(src, path, "exec"), {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})`,
+].join("\n");
+
+/** The argv that runs the helper program at PATH with ARGS only if its sha256 is DIGEST. */
+export function verifiedTools(path: string, digest: string, args: readonly string[]): string[] {
+    return ["python3", "-c", VERIFIED_RUN, path, digest, ...args];
+}
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
 const CONTAINER_LINE = "spark-vllm-container ";
@@ -30,11 +67,18 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : {}),
         ...(plan.backend === "ray" ? { ray: { address: `${spec.hosts[0].fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
     };
+    // Issue 30: only the helper program this plan places is run, as container root and as the SSH user (VERIFIED_RUN).
+    const tools = toolsPath(spec);
+    const digest = helperDigest(host.tools.content);
     return script([
         `state=$(docker inspect -f '{{.State.Status}}' ${shq(container)} 2>/dev/null) || state=absent`,
         `echo "${CONTAINER_LINE}$state"`,
-        `if [ "$state" = running ]; then ${dockerExec(container, ["python3", toolsPath(spec), "host-status", JSON.stringify(args)])}; fi`,
-        `if [ "$state" != absent ]; then echo "${GIVEN_UP_LINE}$(docker cp ${shq(`${container}:${RECORDS_DIR}`)} - 2>/dev/null | ${argvLine(["python3", toolsPath(spec), "given-up", "{}"])})"; fi`,
+        `if refused=$(${argvLine(verifiedTools(tools, digest, []))} 2>&1); then`,
+        `  if [ "$state" = running ]; then ${dockerExec(container, verifiedTools(tools, digest, ["host-status", JSON.stringify(args)]))}; fi`,
+        `  if [ "$state" != absent ]; then echo "${GIVEN_UP_LINE}$(docker cp ${shq(`${container}:${RECORDS_DIR}`)} - 2>/dev/null | ${argvLine(verifiedTools(tools, digest, ["given-up", "{}"]))})"; fi`,
+        `else`,
+        `  echo "${REFUSED_LINE}$(echo "$refused" | tr '\\n' ' ')"`,
+        `fi`,
     ]) + "\n";
 }
 
@@ -68,6 +112,8 @@ export interface HostReport {
     memory?: { availableGiB: number | null; totalGiB: number | null };
     /** The launches whose marker names the record in place now (an older launch's marker does not count). */
     givenUp?: GivenUp[];
+    /** Set when the helper program in logDir is not the one the plan places: why nothing was run there. */
+    helperRefused?: string;
 }
 
 /** One host's report from its script's output (exit status and stderr for when SSH or the script failed). */
@@ -87,7 +133,9 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
         // a truncated line: report the container alone
     }
     const givenUp = parseGivenUp(lines.find(l => l.startsWith(GIVEN_UP_LINE))?.slice(GIVEN_UP_LINE.length));
-    return { ...base, container: state, ...inner, host: host.host.name, role: host.role, ...(givenUp ? { givenUp } : {}) };
+    const refused = lines.find(l => l.startsWith(REFUSED_LINE))?.slice(REFUSED_LINE.length).trim();
+    return { ...base, container: state, ...inner, host: host.host.name, role: host.role, ...(givenUp ? { givenUp } : {}),
+        ...(refused !== undefined ? { helperRefused: refused.slice(0, 600) } : {}) };
 }
 
 function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
@@ -136,6 +184,10 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         const gaveUp = new Set((r.givenUp ?? []).map(g => g.name));
         if (r.unreachable !== undefined) {
             problems.push(`${r.host}: SSH failed (${r.unreachable}); check that the host is up and that \`${ssh(r)}\` works with your agent's key`);
+            continue;
+        }
+        if (r.helperRefused !== undefined) {
+            problems.push(`${r.host}: nothing was asked of the host's helper program: ${r.helperRefused}`);
             continue;
         }
         if (r.container !== "running") {

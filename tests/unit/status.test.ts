@@ -155,7 +155,7 @@ test("status: a launch the supervisor gave up on is named in the verdict and the
     assert.match(r.stdout, /spark-a \(head\): .*supervisor gave up on vllm \(5 failures, cuda-oom\)/);
     assert.match(r.stdout, /- spark-a: the supervisor stopped relaunching vllm after 5 failures in a row \(2026-12-01T12:00:00Z\): cuda-oom: torch\.OutOfMemoryError/);
     assert.doesNotMatch(r.stdout, /vLLM is not running/, "one line for the dead vLLM: the supervisor's");
-    assert.match(r.sent, /docker cp spark-vllm-spark-b:\/var\/lib\/spark-vllm\/launches - 2>\/dev\/null \| python3 \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py given-up/);
+    assert.match(r.sent, /docker cp spark-vllm-spark-b:\/var\/lib\/spark-vllm\/launches - 2>\/dev\/null \| python3 -c '[^]*' \/var\/tmp\/spark-vllm\/spark_vllm_tools\.py [0-9a-f]{64} given-up/);
     const j = JSON.parse(cliWithHosts({ "198.18.0.2": gaveUp, "198.18.0.3": okWorker }, ["--json"]).stdout);
     assert.deepEqual(j.hosts[0].givenUp, [{ ...given, replace: [urn("ModelEndpoint", "spark-spark-a-memory"), urn("ModelEndpoint", "spark-spark-b-memory")] }]);
     assert.ok(j.problems[0].endsWith(`fix the cause, then run \`${replaceGates}\`: the new launch clears the marker (a plain \`pulumi up -s two\` changes nothing)`), j.problems[0]);

@@ -1,5 +1,6 @@
 // The helper program that runs on the hosts (components/remote), run here against the
 // stand-in vLLM package and a real local `vllm serve` stand-in. No root, no Docker.
+import { workerCopyToken } from "../../components/copyToken";
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -316,7 +317,9 @@ test("head-then-copy: with the copy token a worker copies the head's snapshot, r
         const wrong = runTools("weights", args, {}, "not-the-token\n");
         assert.equal(wrong.status, 1);
         assert.match(wrong.stderr, /answered 401 to the manifest request: the copy token does not match/);
-        const r = runTools("weights", args, {}, `${token}\n`);
+        // The stack's copy token is the server's; a worker holds only its own (components/copyToken.ts).
+        assert.equal(runTools("weights", args, {}, `${token}\n`).status, 1);
+        const r = runTools("weights", args, {}, `${workerCopyToken(token, "spark-b")}\n`);
         assert.equal(r.status, 0, r.stderr);
         assert.match(r.stdout, /spark-b: copying Qwen\/Qwen3\.5-122B-A10B-FP8 from http:\/\/127\.0\.0\.1:\d+: 0\.00 of 0\.00 GB already here/);
         assert.match(r.stdout, /spark-b: copy complete in \d+ s, every file's sha256 checked/);

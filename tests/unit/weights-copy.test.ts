@@ -8,6 +8,9 @@ import { resourceNames } from "../../components/naming";
 import { parseSpec } from "../../components/spec";
 import { COPY_IDLE_SECONDS, planCluster } from "../../components/plan";
 import { COMMAND, PASSWORD, plannedResources } from "../../components/resources";
+import { workerCopyToken } from "../../components/copyToken";
+import { execFileSync } from "child_process";
+import * as path from "path";
 
 const n = resourceNames();
 const COPY_TOKEN = "GENERATED-COPY-TOKEN-0123456789abcdefghij"; // what the recording mocks' RandomPassword returns for it
@@ -33,8 +36,14 @@ test("the copy token is generated and reaches the server and each worker's copy 
         const { stdin, ...rest } = r.inputs;
         assert.ok(!JSON.stringify(rest).includes(COPY_TOKEN), `${r.name} carries the copy token outside stdin`);
     }
-    for (const name of [n.of("weights-source"), n.host("spark-b", "weights"), n.host("spark-c", "weights")])
-        assert.equal(named(resources, name).inputs.stdin, `${COPY_TOKEN}\n`, name);
+    assert.equal(named(resources, n.of("weights-source")).inputs.stdin, `${COPY_TOKEN}\n`);
+    // Each worker gets only its own token (issue 30): it names that worker to the server, which derives the same.
+    for (const host of ["spark-b", "spark-c"]) {
+        const stdin = named(resources, n.host(host, "weights")).inputs.stdin;
+        assert.equal(stdin, `${workerCopyToken(COPY_TOKEN, host)}\n`, host);
+        assert.ok(!String(stdin).includes(COPY_TOKEN), `${host} receives the stack's copy token`);
+    }
+    assert.notEqual(workerCopyToken(COPY_TOKEN, "spark-b"), workerCopyToken(COPY_TOKEN, "spark-c"));
     assert.equal(named(resources, n.host("spark-a", "weights")).inputs.stdin, undefined, "the head downloads without it");
 });
 
@@ -75,4 +84,12 @@ test("server and copies start together, are replaced together, and compat waits 
     // Every container through its gate (a replaced worker container re-runs all of them), one list for any host count.
     assert.deepEqual(source.replacedBy, [n.host("spark-a", "weights"), n.of("weights-token"), n.of("containers")]);
     assert.ok(entry(n.of("compat")).dependsOn.includes(source.name));
+});
+
+test("the server derives each worker's token as the program does (weights_source.py worker_token)", () => {
+    const remote = path.join(__dirname, "..", "..", "components", "remote");
+    for (const host of ["spark-b", "spark-c", "node-07"]) {
+        const py = execFileSync("python3", ["-c", "import sys; from spark_vllm.weights_source import worker_token; print(worker_token(sys.argv[1], sys.argv[2]))", COPY_TOKEN, host], { cwd: remote, encoding: "utf8" }).trim();
+        assert.equal(py, workerCopyToken(COPY_TOKEN, host), host);
+    }
 });

@@ -3,14 +3,21 @@
 #
 #   GET  /manifest.json   {"revision": <commit>, "files": {name: {"size": n, "sha256": hex}}}
 #   GET  /files/<name>    one listed file; one byte range at most (RFC 9110 §14.1.2), else 416 (§15.5.17)
-#   POST /done            {"host": ..., "ok": bool, "error": ...} from a worker when its copy ends
+#   POST /done            {"host": ..., "ok": bool, "error": ...} from a worker when its copy ends, about itself only
 #
-# Anything else is 404; no request without `Authorization: Bearer <token>` gets past 401 (RFC 6750 §3).
+# Anything else is 404; no request without `Authorization: Bearer <worker token>` gets past 401 (RFC 6750 §3). The
+# server holds the stack's copy token; each worker gets only its own token, derived from it (worker_token, mirrored by
+# components/copyToken.ts), so the token names the worker and a worker cannot report another one done.
+#
+# Issue 30: a client has HEADER_SECONDS to present its token (request line and headers; a connection that sends
+# nothing is closed then), at most max_connections(workers) connections are served at once (more are closed at
+# accept), and /done takes exactly one plain Content-Length of at most DONE_BODY_MAX bytes (else 400, nothing read).
 import hashlib
 import hmac
 import json
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -21,6 +28,31 @@ from spark_vllm.weights import COPY_CHUNK, SHA256_HEX, repo_dir, snapshot_dir, w
 
 # One range, `bytes=first-[last]` or `bytes=-suffix` (RFC 9110 §14.1.2 byte-range-spec / suffix-range).
 ONE_BYTE_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+HEADER_SECONDS = 5
+# Once the token is shown: the longest a read or a write may stall (a 1 MiB chunk, weights.COPY_CHUNK, on the fabric).
+TRANSFER_STALL_SECONDS = 60
+DONE_BODY_MAX = 4096
+WORKER_TOKEN_CONTEXT = "spark-vllm weights worker "
+
+
+def worker_token(token, host):
+    """The token of one worker: HMAC-SHA256 of its name under the copy token, hex (components/copyToken.ts)."""
+    return hmac.new(token.encode("utf-8"), (WORKER_TOKEN_CONTEXT + host).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def max_connections(workers):
+    """Each copy fetches 4 files at once (weights.py copy_files) besides its manifest and report; room for retries."""
+    return 4 * len(workers) + 8
+
+
+def strict_content_length(headers):
+    """The one Content-Length of a request as an int, when it is plain digits within DONE_BODY_MAX; else None."""
+    values = headers.get_all("Content-Length") or []
+    if len(values) != 1 or headers.get("Transfer-Encoding") is not None or not re.fullmatch(r"[0-9]{1,7}", values[0].strip()):
+        return None
+    n = int(values[0].strip())
+    return n if n <= DONE_BODY_MAX else None
 
 
 def file_sha256(path):
@@ -155,8 +187,30 @@ class CopyState:
 
 def make_handler(token, manifest_body, paths, top, state, on_done=None):
     import http.server
+    tokens = {("Bearer " + worker_token(token, w)).encode(): w for w in state.workers}
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        # StreamRequestHandler.setup puts this timeout on the connection: a read that waits longer ends it.
+        timeout = HEADER_SECONDS
+
+        def setup(self):
+            super().setup()
+            # The whole request head within HEADER_SECONDS, however slowly it trickles in (one byte per 4 s would
+            # keep a per-read timeout happy for ever).
+            self.deadline = threading.Timer(HEADER_SECONDS, self.expire)
+            self.deadline.daemon = True
+            self.deadline.start()
+
+        def expire(self):
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def finish(self):
+            self.deadline.cancel()
+            super().finish()
+
         def log_message(self, *a):
             pass
 
@@ -170,20 +224,27 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
                 self.wfile.write(body)
 
         def authorized(self):
-            given = self.headers.get("Authorization", "")
-            if hmac.compare_digest(given.encode("utf-8", "replace"), ("Bearer " + token).encode()):
-                return True
-            self.reply(401, b"copy token required\n", [("WWW-Authenticate", 'Bearer realm="spark-vllm weights"')])
-            return False
+            """The worker whose token the request carries (every token compared, each in constant time), else None."""
+            given = self.headers.get("Authorization", "").encode("utf-8", "replace")
+            who = None
+            for expected, worker in tokens.items():
+                if hmac.compare_digest(given, expected):
+                    who = worker
+            if who is None:
+                self.reply(401, b"copy token required\n", [("WWW-Authenticate", 'Bearer realm="spark-vllm weights"')])
+                return None
+            self.deadline.cancel()
+            self.connection.settimeout(TRANSFER_STALL_SECONDS)
+            return who
 
         def do_GET(self):
-            if not self.authorized():
+            who = self.authorized()
+            if who is None:
                 return
             path = urllib.parse.urlsplit(self.path).path
             if path == "/manifest.json":
-                host = self.headers.get("X-Spark-Vllm-Host", "")
                 with state.lock:
-                    state.contacted.add(host or self.client_address[0])
+                    state.contacted.add(who)
                     state.last = time.time()
                 return self.reply(200, manifest_body, [("Content-Type", "application/json")])
             name = urllib.parse.unquote(path[len("/files/"):]) if path.startswith("/files/") else None
@@ -219,15 +280,21 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
                 state.busy(-1)
 
         def do_POST(self):
-            if not self.authorized():
+            who = self.authorized()
+            if who is None:
                 return
             if urllib.parse.urlsplit(self.path).path != "/done":
                 return self.reply(404, b"not found\n")
+            length = strict_content_length(self.headers)
+            if length is None:
+                return self.reply(400, b"bad report: one Content-Length of at most %d bytes, no Transfer-Encoding\n" % DONE_BODY_MAX)
             try:
-                msg = json.loads(self.rfile.read(min(int(self.headers.get("Content-Length", "0")), 4096)))
+                msg = json.loads(self.rfile.read(length))
                 host, ok = str(msg["host"])[:64], msg["ok"] is True
             except (ValueError, KeyError, TypeError):
                 return self.reply(400, b"bad report\n")
+            if host != who:
+                return self.reply(403, b"a worker may only report its own copy\n")
             with state.lock:
                 if ok and on_done and host in state.workers:
                     on_done(host)
@@ -243,10 +310,42 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
     return Handler
 
 
-def serve_weights(args):
-    """Serves the head's snapshot to the workers' copies until each has reported (or none is left busy)."""
+def copy_server(address, handler, limit):
+    """A threading HTTP server that serves at most LIMIT connections at once; one more is closed as it is accepted."""
     import http.server
     import socketserver
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        slots = threading.BoundedSemaphore(limit)
+
+        def process_request(self, request, client_address):
+            if not self.slots.acquire(blocking=False):
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except Exception:
+                self.slots.release()
+                raise
+
+        def handle_error(self, request, client_address):
+            # A client that hangs up or is timed out mid-request is its own business; anything else is printed.
+            if not isinstance(sys.exc_info()[1], OSError):
+                super().handle_error(request, client_address)
+
+        def process_request_thread(self, request, client_address):
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+    return Server(address, handler)
+
+
+def serve_weights(args):
+    """Serves the head's snapshot to the workers' copies until each has reported (or none is left busy)."""
     token = sys.stdin.readline().strip()
     host, model = args["host"], args["model"]
     if not token:
@@ -265,12 +364,9 @@ def serve_weights(args):
     record = args.get("record")
     state = CopyState(args["workers"], read_record(record, revision) if record else ())
 
-    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-        allow_reuse_address = True
-
     on_done = (lambda host: write_record(record, host, revision)) if record else None
-    server = Server((args["bind"], args["port"]), make_handler(token, body, paths, os.path.realpath(repo), state, on_done))
+    server = copy_server((args["bind"], args["port"]), make_handler(token, body, paths, os.path.realpath(repo), state, on_done),
+                         max_connections(state.workers))
     pid_file = args.get("pidFile")
     if pid_file:
         with open(pid_file, "w") as f:

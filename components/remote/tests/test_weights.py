@@ -1,5 +1,6 @@
 import contextlib
 import hashlib
+import hmac
 import http.server
 import io
 import json
@@ -381,7 +382,8 @@ class RealCopy(unittest.TestCase):
             self.server.kill()
         self.server.communicate()
 
-    def request(self, path, token=TOKEN, **headers):
+    def request(self, path, token=None, **headers):
+        token = ws.worker_token(TOKEN, "spark-b") if token is None else token
         hdrs = dict(headers, **({"Authorization": "Bearer " + token} if token else {}))
         try:
             with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=hdrs), timeout=5) as r:
@@ -393,6 +395,9 @@ class RealCopy(unittest.TestCase):
         for path in ["/manifest.json", "/files/config.json", "/", "/files/"]:
             self.assertEqual(self.request(path, token="")[0], 401, path)
             self.assertEqual(self.request(path, token="wrong")[0], 401, path)
+            # The server's own copy token is not a worker's: only the tokens derived from it open the server.
+            self.assertEqual(self.request(path, token=TOKEN)[0], 401, path)
+            self.assertEqual(self.request(path, token=ws.worker_token(TOKEN, "spark-c"))[0], 401, "spark-c is not a worker here")
         code, headers, _ = self.request("/manifest.json", token="")
         self.assertEqual(headers["WWW-Authenticate"], 'Bearer realm="spark-vllm weights"')
         for path in ["/", "/files/", "/files/sub", "/files/../refs/main", "/files/%2e%2e/%2e%2e/refs/main", "/config.json"]:
@@ -412,7 +417,7 @@ class RealCopy(unittest.TestCase):
         with open(os.path.join(repo, "blobs", sha(self.shard) + ".incomplete"), "wb") as f:
             f.write(self.shard[:1000])
         args = {"host": "spark-b", "model": "org/m", "cacheDir": self.worker, "strategy": "copy", "source": self.url, "tokenOnStdin": True}
-        code, out, err = call(w.weights, args, stdin=TOKEN + "\n")
+        code, out, err = call(w.weights, args, stdin=ws.worker_token(TOKEN, "spark-b") + "\n")
         self.assertEqual(code, 0, err)
         self.assertEqual(out[0], "spark-b: copying org/m from %s: 0.00 of 0.00 GB already here" % self.url)
         snap = os.path.join(repo, "snapshots", REVISION)
@@ -468,7 +473,7 @@ class RetryAfterASilentWorker(unittest.TestCase):
 
     def copy(self, host, url):
         args = {"host": host, "model": "org/m", "cacheDir": self.workers[host], "strategy": "copy", "source": url, "tokenOnStdin": True, "waitSeconds": 10}
-        code, _, err = call(w.weights, args, stdin=TOKEN + "\n")
+        code, _, err = call(w.weights, args, stdin=ws.worker_token(TOKEN, host) + "\n")
         self.assertEqual(code, 0, err)
 
     def test_a_rerun_serves_the_worker_that_failed_and_does_not_wait_on_the_others(self):
@@ -492,3 +497,109 @@ class RetryAfterASilentWorker(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Boundary(unittest.TestCase):
+    """Issue 30: the copy server against clients that do not play along (in-process, over loopback)."""
+
+    def setUp(self):
+        self.head = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.head)
+        make_snapshot(self.head, "org/m", files={"config.json": b"{}"})
+        repo = w.repo_dir(self.head, "org/m")
+        snap = w.snapshot_dir(self.head, "org/m")
+        files, paths, _ = ws.served_files(repo, snap)
+        self.state = ws.CopyState(["spark-b", "spark-c"])
+        handler = ws.make_handler(TOKEN, json.dumps({"revision": REVISION, "files": files}).encode(), paths,
+                                  os.path.realpath(repo), self.state)
+        self.limit = ws.max_connections(self.state.workers)
+        self.server = ws.copy_server(("127.0.0.1", 0), handler, self.limit)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+        self.address = self.server.server_address
+
+    def connect(self):
+        s = socket.create_connection(self.address, timeout=ws.HEADER_SECONDS + 5)
+        self.addCleanup(s.close)
+        return s
+
+    def closed_after(self, s):
+        """Seconds until the server closes S (reads everything it sends until EOF)."""
+        started = time.monotonic()
+        while s.recv(4096):
+            pass
+        return time.monotonic() - started
+
+    def raw(self, head, body=b""):
+        """Sends a request head (and body) and returns the status line; the socket's own timeout bounds the wait."""
+        s = self.connect()
+        s.settimeout(3)
+        s.sendall(head + body)
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data.split(b"\r\n")[0].decode()
+
+    def post_done(self, token, host, **overrides):
+        body = json.dumps({"host": host, "ok": True}).encode()
+        headers = {"Authorization": "Bearer " + token, "Content-Length": str(len(body))}
+        headers.update(overrides)
+        head = "POST /done HTTP/1.1\r\nHost: x\r\n" + "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n"
+        return self.raw(head.encode(), body)
+
+    def test_a_silent_or_trickling_keyless_connection_is_closed_within_the_header_time(self):
+        self.assertLessEqual(ws.HEADER_SECONDS, 5)
+        silent = self.connect()
+        trickle = self.connect()
+        stop = threading.Event()
+
+        def drip():
+            for b in b"GET /manifest.json HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 100:
+                if stop.is_set():
+                    return
+                try:
+                    trickle.send(bytes([b]))
+                except OSError:
+                    return
+                time.sleep(0.5)
+        threading.Thread(target=drip, daemon=True).start()
+        self.addCleanup(stop.set)
+        self.assertLess(self.closed_after(silent), ws.HEADER_SECONDS + 1.5)
+        self.assertLess(self.closed_after(trickle), 1.5, "the trickle is closed by the same deadline, not per read")
+
+    def test_connections_beyond_the_cap_are_closed_at_once(self):
+        held = [self.connect() for _ in range(self.limit)]
+        time.sleep(0.3)
+        extra = self.connect()
+        self.assertLess(self.closed_after(extra), 1, "one more than the cap is closed as it is accepted")
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        self.assertEqual(self.post_done(ws.worker_token(TOKEN, "spark-b"), "spark-b"), "HTTP/1.0 200 OK", "served again once they are gone")
+
+    def test_done_takes_only_a_plain_small_content_length_and_reads_nothing_otherwise(self):
+        token = ws.worker_token(TOKEN, "spark-b")
+        for bad in ["-1", "abc", "4097", "99999999999", " 1e3", "+5"]:
+            # The body never comes: a server that tried to read it would wait and the socket's timeout would end the test.
+            status = self.raw(("POST /done HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %s\r\n\r\n" % (token, bad)).encode())
+            self.assertEqual(status, "HTTP/1.0 400 Bad Request", bad)
+        self.assertEqual(self.raw(("POST /done HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token).encode()), "HTTP/1.0 400 Bad Request", "none")
+        self.assertEqual(self.post_done(token, "spark-b", **{"Transfer-Encoding": "chunked"}), "HTTP/1.0 400 Bad Request")
+        self.assertEqual(self.state.done, set())
+
+    def test_a_worker_may_report_only_itself(self):
+        self.assertEqual(self.post_done(ws.worker_token(TOKEN, "spark-b"), "spark-c"), "HTTP/1.0 403 Forbidden")
+        self.assertEqual(self.post_done(TOKEN, "spark-c"), "HTTP/1.0 401 Unauthorized", "the server's token is no worker's")
+        self.assertEqual(self.state.done, set())
+        self.assertEqual(self.post_done(ws.worker_token(TOKEN, "spark-c"), "spark-c"), "HTTP/1.0 200 OK")
+        self.assertEqual(self.state.done, {"spark-c"})
+
+    def test_worker_tokens_differ_per_worker_and_are_not_the_copy_token(self):
+        b, c = ws.worker_token(TOKEN, "spark-b"), ws.worker_token(TOKEN, "spark-c")
+        self.assertNotEqual(b, c)
+        self.assertNotIn(TOKEN, b)
+        self.assertEqual(b, hmac.new(TOKEN.encode(), b"spark-vllm weights worker spark-b", hashlib.sha256).hexdigest())
