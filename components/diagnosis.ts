@@ -23,6 +23,7 @@
 //     itself when there is none. Wrapper lines never win over a cause, even
 //     one printed after them (processes interleave their output);
 //  5. else undefined.
+import { firstVllmWithMultiNodeMp } from "./images";
 
 /** The root cause of a failed launch: a stable kind, the line from the log, and what to change. */
 export interface Diagnosis {
@@ -252,7 +253,7 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         patterns: ["Failed to import Ray[:,] "],
         hint:
             "The image's vLLM cannot import Ray, which `spark-vllm:vllm.backend: ray` needs (vLLM images dropped Ray from " +
-            "0.18): set `spark-vllm:vllm.backend` to `mp` (vLLM 0.11.0 or newer), or use an image that ships Ray.",
+            `0.18): set \`spark-vllm:vllm.backend\` to \`mp\` (vLLM ${firstVllmWithMultiNodeMp} or newer), or use an image that ships Ray.`,
     },
     {
         // torch/csrc/distributed/c10d/TCPStore.cpp TCPStore::waitForWorkers: the store on the head gave up on the ranks

@@ -14,28 +14,47 @@
 //                  family's minimum driver "with limited feature-set": PTX produced by a newer toolkit than the driver
 //                  cannot be JIT-compiled (cudaErrorUnsupportedPtxVersion, "the provided PTX was compiled with an
 //                  unsupported toolchain."). https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
-//   [cuda-rn]      CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions": the driver branch that
+//   [cuda-rn]      CUDA Toolkit release notes, Table 3 "CUDA Toolkit and Corresponding Driver Versions": the driver branch that
 //                  ships with each toolkit (525 → 12.0, 530 → 12.1, 535 → 12.2, 545 → 12.3, 550 → 12.4, 555 → 12.5,
-//                  560 → 12.6, 570 → 12.8, 575 → 12.9, 580 → 13.0, 590 → 13.1). https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/
+//                  560 → 12.6, 570 → 12.8, 575 → 12.9, 580 → 13.0, 590 → 13.1 (590.44.01), 595 → 13.2 (GA >= 595.45.04,
+//                  Update 1 >= 595.58.03), 610 → 13.3 (>= 610.43.02)). https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/,
+//                  https://docs.nvidia.com/cuda/archive/13.2.0/cuda-toolkit-release-notes/index.html (the 13.2 and 13.3 rows as
+//                  quoted from that table by several public repositories). 615 → 13.4: NVIDIA/cutlass v4.8.0dev release notes
+//                  ("R615 driver, released with CUDA 13.4 GA").
 //   [eugr-266]     eugr/spark-vllm-docker#266: a CUDA 13.1 NGC-based container on a Spark with driver 580.159.03 prints
 //                  "ERROR: This container was built for NVIDIA Driver Release 590.48 or later, but version 580.159.03
 //                  was detected and compatibility mode is UNAVAILABLE." (forward compatibility is not offered on GB10).
 //   [mp-pr]        vllm-project/vllm#23691 "[V1] Support MP Executor for multi node distributed inference": `vllm serve
-//                  ... --nnodes N --node-rank i --master-addr A [--master-port P] [--headless]`; first released in
-//                  vLLM 0.11.0 (xorbitsai/inference#4428 gates this launch on "vllm version>=v0.11.0"; the v0.10.x
-//                  MultiprocExecutor still says "Multiprocessing-based executor does not support multi-node setting").
-//                  Flags and defaults: vllm/config/parallel.py (master_addr "127.0.0.1", master_port 29501, node_rank 0,
-//                  nnodes 1); docs/serving/parallelism_scaling.md "Running vLLM with MultiProcessing".
-//   [no-ray]       vLLM 0.18 dropped Ray from its default dependencies and official image: gpustack/gpustack#5430 ("From
-//                  version v0.18, the vLLM community has removed ray dependency from the official image"),
-//                  GPUStack docs "Starting from 0.18.0, vLLM no longer depends on Ray by default"
-//                  (https://docs.gpustack.ai/2.2/tutorials/running-distributed-vllm-with-multiprocessing/),
-//                  ai-dynamo/dynamo#8515 (0.19.1: "no ray extra, not in common.txt/cuda.txt"), RFC vllm-project/vllm#33445.
-//                  Before that requirements/cuda.txt carried `ray[cgraph]>=2.48.0` (vllm-project/vllm#33351).
+//                  ... --nnodes N --node-rank i --master-addr A [--master-port P] [--headless]`. First released in vLLM 0.11.1,
+//                  not 0.11.0 (the PR was still in review when 0.11.0 shipped): the PyPI sdists show it. vllm-0.11.0
+//                  vllm/v1/executor/multiproc_executor.py still says "Multiprocessing-based executor does not support
+//                  multi-node setting" and vllm/config/parallel.py has no nnodes; vllm-0.11.1 vllm/config/parallel.py has
+//                  `master_addr: str = "127.0.0.1"`, `nnodes: int = 1` and multiproc_executor.py checks `nnodes_within_dp`.
+//                  xorbitsai/inference#4252 ("vLLM 0.11.1+ compatibility with v1 executor support") agrees. Flags and defaults:
+//                  vllm/config/parallel.py (master_addr "127.0.0.1", master_port 29501, node_rank 0, nnodes 1);
+//                  docs/serving/parallelism_scaling.md "Running vLLM with MultiProcessing".
+//   [no-ray]       vLLM's own images lost Ray with its default dependencies. The images install requirements/cuda.txt and
+//                  nothing else Ray (docker/Dockerfile has no `ray`): that file has `ray[cgraph]>=2.48.0` up to vllm-0.17.1
+//                  and none from vllm-0.18.0 (PyPI sdists; RFC vllm-project/vllm#33445, vllm-project/vllm#33351). Sources
+//                  disagree on the release: gpustack/gpustack#5430 ("From version v0.18, the vLLM community has removed ray
+//                  dependency from the official image") and GPUStack docs "Starting from 0.18.0, vLLM no longer depends on Ray
+//                  by default" (https://docs.gpustack.ai/2.2/tutorials/running-distributed-vllm-with-multiprocessing/) say
+//                  0.18; ai-dynamo/dynamo#8515 reports it for 0.19.1 ("no ray extra, not in common.txt/cuda.txt"). The
+//                  sdists settle it: 0.18.0.
 //   [vllm-cuda]    vllm-project/vllm#39878 (April 2026): the default CUDA of vLLM wheels and vllm/vllm-openai images
 //                  switched from 12.9 to 13.0 (first release: 0.20.0, vllm-project/router#154).
-//   [vllm-arch]    vllm-project/vllm#23469: vLLM builds "8.0, 8.9, 9.0, 10.0, 10.3, 12.0" by default (12.1 not built;
-//                  vllm-project/vllm#36835: only sm_120 is built, which runs on the Spark per [cuda-cc]).
+//   [vllm-docker]  vLLM's docker/Dockerfile of each release (read from the release's PyPI sdist, vllm-X.Y.Z.tar.gz):
+//                  `ARG CUDA_VERSION=…` and `ARG torch_cuda_arch_list='…'` (the TORCH_CUDA_ARCH_LIST vLLM's kernels are built
+//                  for). 0.11.1–0.19.0: CUDA 12.9.1, '7.0 7.5 8.0 8.9 9.0 10.0 12.0'; 0.20.0: CUDA 13.0.2,
+//                  '7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0+PTX'; 0.33.0: CUDA 13.0.3, '7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0'. No
+//                  12.1 anywhere (vllm-project/vllm#36835): sm_120 SASS runs on the Spark per [cuda-cc]. (An earlier version
+//                  of this table took "8.0 8.9 9.0 10.0 10.3 12.0" from vllm-project/vllm#23469, a closed, unmerged proposal.)
+//   [uma-free]     vLLM's start-up free memory on an integrated GPU: MemorySnapshot.measure (vllm/utils/mem_utils.py) replaces
+//                  torch.cuda.mem_get_info()'s free figure by psutil.virtual_memory().available (MemAvailable) on
+//                  compute capability (8,7), (11,0), (12,1) from vllm-0.11.1 (vllm-0.11.0's MemorySnapshot in
+//                  vllm/utils/__init__.py has only mem_get_info), and on any GPU with `is_integrated` from vllm-0.20.0
+//                  (`current_platform.is_integrated_gpu`, vllm-project/vllm#35356; vllm-0.19.0 still has the tuple).
+//                  vllm-project/vllm#48140 (closed): the reporter confirmed on a GB10 with 0.24.0 that the check reads MemAvailable.
 //   [ngc-RR.MM]    NVIDIA vLLM container release notes, https://docs.nvidia.com/deeplearning/frameworks/vllm-release-notes/rel-RR-MM.html
 //   [ngc-25.09]    pypi dgx-spark-vllm (environment extracted from nvcr.io/nvidia/vllm:25.09-py3, "configured for DGX Spark
 //                  (GB10, sm_121)"): vLLM 0.10.1.1+381074ae.nv25.09, PyTorch 2.9.0a0+50eac811a6.nv25.09, CUDA 13.0.
@@ -53,7 +72,16 @@ import { compareVersions, parseVersion } from "./catalog";
 export const GB10_CAPABILITY = "12.1";
 
 /** First vLLM release with `vllm serve --nnodes/--node-rank/--master-addr/--master-port/--headless` [mp-pr]. */
-export const firstVllmWithMultiNodeMp = "0.11.0";
+export const firstVllmWithMultiNodeMp = "0.11.1";
+
+/** First vLLM release whose start-up check takes MemAvailable as free memory on a GB10 (capability 12.1) [uma-free]. */
+export const firstVllmWithUnifiedMemoryAvailable = "0.11.1";
+
+/** First vLLM release that asks CUDA whether the GPU is integrated (any capability) instead of a capability list [uma-free]. */
+export const firstVllmWithIntegratedGpuQuery = "0.20.0";
+
+/** Capabilities vLLM 0.11.1–0.19.x treats as unified memory: Orin, Thor, Spark (vllm/utils/mem_utils.py) [uma-free]. */
+export const UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY: ReadonlyArray<readonly [number, number]> = [[8, 7], [11, 0], [12, 1]];
 
 /** First vLLM release whose official image and default dependencies have no Ray [no-ray]. */
 export const firstVllmWithoutRay = "0.18.0";
@@ -84,31 +112,48 @@ export interface KnownImage {
 }
 
 const NGC_RN = (rr: string) => `https://docs.nvidia.com/deeplearning/frameworks/vllm-release-notes/rel-${rr}.html`;
+const SDIST = (v: string) => `pypi vllm-${v}.tar.gz: docker/Dockerfile, requirements/cuda.txt`;
+
+/** TORCH_CUDA_ARCH_LIST ('7.5 8.0 12.0+PTX') as targets: X.Y → sm_XY; X.Y+PTX → sm_XY and compute_XY. */
+export function torchArchList(list: string): string[] {
+    return list.trim().split(/[\s;]+/).flatMap(item => {
+        const m = /^(\d+)\.(\d)([af]?)(\+PTX)?$/i.exec(item);
+        if (!m) return [];
+        const sm = `sm_${m[1]}${m[2]}${m[3].toLowerCase()}`;
+        return m[4] ? [sm, `compute_${m[1]}${m[2]}`] : [sm];
+    });
+}
+
+/** vLLM's own image of `version`: CUDA, kernel targets and Ray as its release's docker/Dockerfile and requirements say [vllm-docker][no-ray]. */
+function vllmImage(version: string, cuda: string, archList: string, ray: boolean, extra: Partial<KnownImage> = {}): KnownImage {
+    return {
+        reference: `vllm/vllm-openai:v${version}`, vllm: version, cuda, archList: torchArchList(archList), ray: { present: ray },
+        notes: `docker/Dockerfile: CUDA_VERSION=${cuda}, torch_cuda_arch_list='${archList}'; requirements/cuda.txt ${ray ? "has ray[cgraph]>=2.48.0" : "has no ray"}` +
+            (extra.notes ? `; ${extra.notes}` : ""),
+        sources: [SDIST(version), ...(extra.sources ?? [])],
+        ...(extra.runsOnGb10 ? { runsOnGb10: extra.runsOnGb10 } : {}),
+    };
+}
+
+const ARCH_0_11 = "7.0 7.5 8.0 8.9 9.0 10.0 12.0";
 
 /** Known images. Unknown fields stay undefined: the checks then say "unknown" rather than guess. */
 export const KNOWN_IMAGES: KnownImage[] = [
-    {
-        reference: "vllm/vllm-openai:v0.14.0", vllm: "0.14.0", cuda: "12.9", ray: { present: true },
-        archList: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"], estimate: true,
-        notes: "CUDA 12.9 = the default before vllm#39878; arch list = vLLM's default build list [vllm-arch]; Ray from requirements/cuda.txt (ray[cgraph]>=2.48.0)",
-        sources: ["vllm-project/vllm#39878", "vllm-project/vllm#23469", "vllm-project/vllm#33351"],
-    },
-    {
-        reference: "vllm/vllm-openai:v0.17.1", vllm: "0.17.1", cuda: "12.9", ray: { present: true },
-        archList: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"], estimate: true,
-        notes: "CUDA 12.9 = the default before vllm#39878 (0.20.0); arch list = vLLM's default build list [vllm-arch]; Ray still a default dependency before 0.18 [no-ray]",
-        sources: ["vllm-project/vllm#39878", "vllm-project/vllm#23469", "gpustack/gpustack#5430"],
-    },
-    {
-        reference: "vllm/vllm-openai:v0.18.0", vllm: "0.18.0", cuda: "12.9", ray: { present: false }, estimate: true,
-        notes: "no Ray from 0.18 on [no-ray]; CUDA 12.9 default until 0.20",
-        sources: ["gpustack/gpustack#5430", "https://docs.gpustack.ai/2.2/tutorials/running-distributed-vllm-with-multiprocessing/", "vllm-project/vllm#39878"],
-    },
-    {
-        reference: "vllm/vllm-openai:v0.20.0", vllm: "0.20.0", cuda: "13.0", ray: { present: false },
-        notes: "first release with CUDA 13.0 as the default image [vllm-cuda]; no Ray [no-ray]",
-        sources: ["vllm-project/vllm#39878", "vllm-project/router#154", "ai-dynamo/dynamo#8515"],
-    },
+    vllmImage("0.11.1", "12.9.1", ARCH_0_11, true, { notes: "first release with the multi-node mp launch [mp-pr] and MemAvailable as free memory on a GB10 [uma-free]" }),
+    vllmImage("0.14.0", "12.9.1", ARCH_0_11, true),
+    vllmImage("0.17.1", "12.9.1", ARCH_0_11, true, { notes: "the last release with Ray [no-ray]", sources: ["gpustack/gpustack#5430"] }),
+    vllmImage("0.18.0", "12.9.1", ARCH_0_11, false, {
+        notes: "the first release without Ray [no-ray]",
+        sources: ["gpustack/gpustack#5430", "https://docs.gpustack.ai/2.2/tutorials/running-distributed-vllm-with-multiprocessing/"],
+    }),
+    vllmImage("0.19.0", "12.9.1", ARCH_0_11, false, { sources: ["ai-dynamo/dynamo#8515"] }),
+    vllmImage("0.20.0", "13.0.2", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0+PTX", false, {
+        notes: "first release with CUDA 13.0 as the image default [vllm-cuda]; first to ask CUDA whether the GPU is integrated [uma-free]",
+        sources: ["vllm-project/vllm#39878", "vllm-project/vllm#35356"],
+    }),
+    vllmImage("0.33.0", "13.0.3", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0", false, {
+        notes: "the newest release on PyPI (`pip index versions vllm`, November 2026); CUDA 13.0 runs natively on the Spark's 580 driver, sm_120 SASS on 12.1",
+    }),
     {
         reference: "nvcr.io/nvidia/vllm:25.09-py3", vllm: "0.10.1.1", torch: "2.9.0a0", cuda: "13.0",
         runsOnGb10: "pypi dgx-spark-vllm: extracted from this image 'configured for DGX Spark (GB10, sm_121)'",
@@ -147,8 +192,14 @@ export const KNOWN_IMAGES: KnownImage[] = [
         sources: ["makiisthenes/dgx-spark-multinode-vllm-ray"],
     },
     {
-        reference: "nvcr.io/nvidia/vllm:26.05-py3", vllm: "0.20.1", torch: "2.12.0a0+5aff3928d8", cuda: "13.2.1",
-        sources: [NGC_RN("26-05")],
+        reference: "nvcr.io/nvidia/vllm:26.05-py3", vllm: "0.20.1", torch: "2.12.0a0+5aff3928d8", cuda: "13.2.1", ray: { present: false },
+        notes: "no Ray: NVIDIA's vLLM playbook for Spark (as issue 29 cites it) and [ngc-no-ray] for 26.04 before it; CUDA 13.2 on the 580 driver: minor-version compatibility [cuda-minor]",
+        sources: [NGC_RN("26-05"), "NVIDIA dgx-spark-playbooks nvidia/vllm", "makiisthenes/dgx-spark-multinode-vllm-ray"],
+    },
+    {
+        reference: "nvcr.io/nvidia/vllm:26.10-py3", vllm: "0.31.0", torch: "2.15.0a0+875d815502", cuda: "13.4.3", ray: { present: false }, estimate: true,
+        notes: "Ray absent inferred from 26.04 and 26.05 (the release notes do not list it); CUDA 13.4 on the 580 driver: minor-version compatibility [cuda-minor]",
+        sources: [NGC_RN("26-10")],
     },
 ];
 
@@ -232,7 +283,7 @@ export const CUDA_MAJOR_MIN_DRIVER: Record<number, string> = { 11: "450.80.02", 
 /** Driver branch → the CUDA version it ships with (what nvidia-smi prints as "CUDA Version") [cuda-rn]. */
 export const DRIVER_BRANCH_CUDA: Array<[number, string]> = [
     [525, "12.0"], [530, "12.1"], [535, "12.2"], [545, "12.3"], [550, "12.4"], [555, "12.5"], [560, "12.6"],
-    [570, "12.8"], [575, "12.9"], [580, "13.0"], [590, "13.1"],
+    [570, "12.8"], [575, "12.9"], [580, "13.0"], [590, "13.1"], [595, "13.2"], [610, "13.3"], [615, "13.4"],
 ];
 
 /** The CUDA version a driver supports natively (by branch), or undefined for branches not in the table. */
@@ -339,6 +390,28 @@ export function imageProblems(image: ImageFacts, host: HostFacts, backend: Backe
     if (backend === "mp" && hosts > 1 && image.vllm && parseVersion(image.vllm) && compareVersions(image.vllm, firstVllmWithMultiNodeMp) < 0)
         out.push({ kind: "mp-unsupported", severity: "error", message: `vLLM ${image.vllm} has no --nnodes/--node-rank/--master-addr/--headless (first in ${firstVllmWithMultiNodeMp})` });
     return out;
+}
+
+/** The backend two or more hosts run when `spark-vllm:vllm.backend` is not set, and why. */
+export interface BackendChoice {
+    backend: "ray" | "mp";
+    reason: string;
+}
+
+/**
+ * Chooses the backend from what the image is known to carry: `mp` (vLLM's own multi-node launch) for a known image
+ * without Ray; `ray` for a known image with Ray, and for an image the table does not know or whose Ray no source
+ * states. Ray is what every stack deployed before this choice existed, so no stack on a Ray image changes; on an
+ * unknown image without Ray the compatibility check in the head's container refuses before launch, naming
+ * `vllm.backend: mp` as the fix.
+ */
+export function defaultBackend(reference: string | undefined): BackendChoice {
+    const row = reference ? lookupImage(reference) : undefined;
+    if (!row) return { backend: "ray", reason: "not set; the image is not in the known-images table (components/images.ts): ray, the default before images dropped it" };
+    if (row.ray?.present === false)
+        return { backend: "mp", reason: `not set; ${row.reference} ships no Ray (${row.sources[0]}): vLLM's own multi-node launch` };
+    if (row.ray?.present) return { backend: "ray", reason: `not set; ${row.reference} ships Ray` };
+    return { backend: "ray", reason: `not set; no source says whether ${row.reference} ships Ray: ray, the default before images dropped it` };
 }
 
 /** Does vLLM `version` have the Ray-free multi-node launch? undefined when the version is not a release number. */

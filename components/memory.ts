@@ -26,7 +26,12 @@
 //   startup check   vLLM refuses to start when free < ceil(total × gpuMemoryUtilization) (request_memory in
 //                   vllm/v1/worker/utils.py, called from gpu_worker.py init_device); vllmStartupMemoryCheck repeats it
 //                   with vLLM's own message so the memory gate can refuse before the launch.
-import { CatalogModel } from "./catalog";
+//   "free"          depends on the image's vLLM (vllmStartupFreeSource; components/images.ts [uma-free]): before 0.11.1
+//                   CUDA's free figure (torch.cuda.mem_get_info, which leaves out the page cache on a Spark); from 0.11.1
+//                   MemAvailable (psutil.virtual_memory().available, page cache counts as available) on capability
+//                   8.7/11.0/12.1; from 0.20.0 on any GPU CUDA calls integrated (vllm-project/vllm#35356).
+import { CatalogModel, compareVersions, parseVersion } from "./catalog";
+import { UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstVllmWithIntegratedGpuQuery, firstVllmWithUnifiedMemoryAvailable, parseCapability } from "./images";
 import { HostSpec, ModelSpec, VllmSpec } from "./spec";
 
 export const GiB = 1024 ** 3;
@@ -129,6 +134,35 @@ export function vllmStartupMemoryCheck(freeGiB: number, totalGiB: number, utiliz
     if (!ok)
         r.message = `ValueError: Free memory on device ${device} (${freeGiB.toFixed(2)}/${totalGiB.toFixed(2)} GiB) on startup is less than desired GPU memory utilization (${utilization}, ${requestedGiB.toFixed(2)} GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.`;
     return r;
+}
+
+/** Which figure vLLM's start-up check takes as free memory, and why. */
+export interface StartupFreeSource {
+    /** "mem-available": /proc/meminfo MemAvailable (page cache counts); "cuda-free": torch.cuda.mem_get_info()[0]. */
+    source: "mem-available" | "cuda-free";
+    reason: string;
+}
+
+/**
+ * The rule of vLLM `version` on a GPU of `capability` (integrated: CUDA's is_integrated, when known) [uma-free in
+ * components/images.ts]. A version that is not a release number gets CUDA's free figure: the stricter of the two.
+ */
+export function vllmStartupFreeSource(version: string | undefined, capability: string, integrated?: boolean): StartupFreeSource {
+    const cap = parseCapability(capability);
+    const uma = !!cap && UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY.some(([M, m]) => M === cap[0] && m === cap[1]);
+    if (!version || !parseVersion(version))
+        return { source: "cuda-free", reason: `vLLM version ${version ?? "unknown"}: CUDA's free figure, the stricter one` };
+    if (compareVersions(version, firstVllmWithUnifiedMemoryAvailable) < 0)
+        return { source: "cuda-free", reason: `vLLM ${version} < ${firstVllmWithUnifiedMemoryAvailable} takes CUDA's free figure (the page cache counts as used)` };
+    if (compareVersions(version, firstVllmWithIntegratedGpuQuery) >= 0) {
+        const isIntegrated = integrated ?? uma;
+        return isIntegrated
+            ? { source: "mem-available", reason: `vLLM ${version} >= ${firstVllmWithIntegratedGpuQuery} takes MemAvailable on an integrated GPU` }
+            : { source: "cuda-free", reason: `vLLM ${version}: the GPU is not integrated, CUDA's free figure` };
+    }
+    return uma
+        ? { source: "mem-available", reason: `vLLM ${version} (${firstVllmWithUnifiedMemoryAvailable}–${firstVllmWithIntegratedGpuQuery}) takes MemAvailable on compute capability ${capability}` }
+        : { source: "cuda-free", reason: `vLLM ${version}: compute capability ${capability} is not in its unified-memory list, CUDA's free figure` };
 }
 
 export interface RankRow {

@@ -1,6 +1,7 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
 import { parseHostKey } from "./hostKeys";
+import { defaultBackend } from "./images";
 import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems } from "./givenTls";
 
 /** The stack config namespace: every key is `spark-vllm:<key>`. */
@@ -85,10 +86,11 @@ export interface VllmSpec {
     /** The image's vLLM version if known (used by policies at preview); default unknown. */
     version?: string;
     /**
-     * How the hosts run one model: `ray` (Ray head and workers, `--distributed-executor-backend ray`; the
-     * default for two or more hosts) or `mp` (vLLM's own multi-node launch, one `vllm serve` per host with
-     * `--nnodes/--node-rank/--master-addr/--master-port`, `--headless` but on the head; vLLM >= 0.11.0, and no
-     * Ray). One host is always `single`: plain `vllm serve`, no Ray and no executor flag.
+     * How the hosts run one model: `ray` (Ray head and workers, `--distributed-executor-backend ray`) or `mp`
+     * (vLLM's own multi-node launch, one `vllm serve` per host with `--nnodes/--node-rank/--master-addr/--master-port`,
+     * `--headless` but on the head; vLLM >= 0.11.1, and no Ray). Default for two or more hosts: `mp` when the image is
+     * known to ship no Ray, else `ray` (components/images.ts defaultBackend). One host is always `single`: plain
+     * `vllm serve`, no Ray and no executor flag.
      */
     backend: "ray" | "mp" | "single";
     /** mp: the head's rendezvous port on its fabric address; default 29501 (vLLM's own, vllm/config/parallel.py). */
@@ -998,7 +1000,8 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     if (chosen !== undefined && chosen !== "ray" && chosen !== "mp") r.problem("vllm.backend", `must be ray or mp, got ${show(chosen)}`);
     else if (chosen !== undefined && single)
         r.problem("vllm.backend", `one host runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend or add hosts`);
-    const backend: VllmSpec["backend"] = single ? "single" : chosen === "mp" ? "mp" : "ray";
+    // Not set: from what the image is known to carry (components/images.ts defaultBackend: mp where it has no Ray).
+    const backend: VllmSpec["backend"] = single ? "single" : chosen === "mp" || chosen === "ray" ? chosen : defaultBackend(image?.reference).backend;
     const masterPort = r.integer(vllm, "masterPort", "vllm", 1, 65535, 29501);
 
     const ray = r.object(root.ray, "ray", false) ?? {};

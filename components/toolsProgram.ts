@@ -18,7 +18,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { ARCHITECTURES } from "./catalog";
 import { diagnosisData } from "./diagnosis";
-import { KNOWN_IMAGES, firstRayWithTokenAuth, firstVllmWithMultiNodeMp } from "./images";
+import { KNOWN_IMAGES, UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstRayWithTokenAuth, firstVllmWithIntegratedGpuQuery,
+    firstVllmWithMultiNodeMp, firstVllmWithUnifiedMemoryAvailable } from "./images";
 
 export const TOOLS_FILE = "spark_vllm_tools.py";
 export const TOOLS_PACKAGE = path.join(__dirname, "remote", "spark_vllm");
@@ -33,6 +34,10 @@ export function toolsData() {
     const images = {
         firstVllmWithMultiNodeMp,
         firstRayWithTokenAuth,
+        // The memory gate's rule for vLLM's free figure (spark_vllm/memory.py startup_free_source).
+        firstVllmWithUnifiedMemoryAvailable,
+        firstVllmWithIntegratedGpuQuery,
+        umaCapabilities: UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY,
         // What the compat check suggests instead of an image that cannot run here.
         gb10: KNOWN_IMAGES.filter(i => i.runsOnGb10).map(i => i.reference),
     };

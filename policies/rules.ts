@@ -277,7 +277,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
     },
     {
         name: "image-runs-on-gb10",
-        description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11 for mp (components/images.ts).",
+        description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11.1 for mp (components/images.ts).",
         enforcementLevel: "mandatory",
         validateStack: (args, report) => {
             const image = byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);

@@ -58,7 +58,7 @@ const V0171: SimRelease = {
 
 /**
  * tag → release description; written to /etc/vllm-sim/release.json in that image.
- * 0.17.1 and 0.14.0 both have vLLM's Ray-free multi-node launch (from 0.11.0). The other tags are 0.17.1 images
+ * 0.17.1 and 0.14.0 both have vLLM's Ray-free multi-node launch (from 0.11.1). The other tags are 0.17.1 images
  * that fail (or, old-ray, warn in) one image check each, the way a real image does on a Spark (tests/sim/README.md "Image variants").
  */
 export const DEFAULT_RELEASES: Record<string, SimRelease> = {

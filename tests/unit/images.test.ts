@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import {
-    cudaKernelsRunOn, driverCudaVersion, driverSupportsCuda, firstVllmWithMultiNodeMp, firstVllmWithoutRay, GB10_CAPABILITY,
-    imageProblems, KNOWN_IMAGES, lookupImage, normalizeReference, parseArchTarget, supportsMultiNodeMp,
+    cudaKernelsRunOn, defaultBackend, driverCudaVersion, driverSupportsCuda, firstVllmWithMultiNodeMp, firstVllmWithoutRay, GB10_CAPABILITY,
+    imageProblems, KNOWN_IMAGES, lookupImage, normalizeReference, parseArchTarget, supportsMultiNodeMp, torchArchList,
 } from "../../components/images";
 import { compareVersions } from "../../components/catalog";
 
@@ -68,10 +68,12 @@ test("driver vs CUDA runtime: native, minor-version compatibility, unsupported",
 });
 
 test("the first vLLM with the Ray-free multi-node launch and the first without Ray", () => {
-    assert.equal(firstVllmWithMultiNodeMp, "0.11.0");
+    // vllm-0.11.0's MultiprocExecutor still refuses multi-node; vllm-0.11.1's ParallelConfig has nnodes (PyPI sdists).
+    assert.equal(firstVllmWithMultiNodeMp, "0.11.1");
     assert.equal(firstVllmWithoutRay, "0.18.0");
     assert.equal(supportsMultiNodeMp("0.10.2"), false);
-    assert.equal(supportsMultiNodeMp("0.11.0"), true);
+    assert.equal(supportsMultiNodeMp("0.11.0"), false);
+    assert.equal(supportsMultiNodeMp("0.11.1"), true);
     assert.equal(supportsMultiNodeMp("0.17.1"), true);
     assert.equal(supportsMultiNodeMp("nightly"), undefined);
 });
@@ -92,6 +94,52 @@ test("the table is consistent: unique references, sources on every row, Ray abse
         if (i.estimate) assert.ok(i.notes, `${i.reference}: estimates say how`);
         if (i.vllm && i.reference.startsWith("vllm/") && i.ray) assert.equal(i.ray.present, compareVersions(i.vllm, firstVllmWithoutRay) < 0, i.reference);
     }
+});
+
+test("torchArchList reads a Dockerfile's TORCH_CUDA_ARCH_LIST: X.Y is SASS, +PTX adds the PTX target", () => {
+    assert.deepEqual(torchArchList("7.5 8.0 12.0+PTX"), ["sm_75", "sm_80", "sm_120", "compute_120"]);
+    assert.deepEqual(torchArchList("9.0a 10.0a"), ["sm_90a", "sm_100a"]);
+    assert.deepEqual(torchArchList(""), []);
+});
+
+test("vLLM's own images: arch lists and CUDA from each release's docker/Dockerfile, none from the unmerged proposal", () => {
+    const row = (v: string) => lookupImage(`vllm/vllm-openai:v${v}`)!;
+    assert.deepEqual(row("0.17.1").archList, ["sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120"]);
+    assert.equal(row("0.17.1").cuda, "12.9.1");
+    assert.deepEqual(row("0.20.0").archList?.slice(-2), ["sm_120", "compute_120"]);
+    assert.equal(row("0.20.0").cuda, "13.0.2");
+    assert.equal(row("0.33.0").cuda, "13.0.3");
+    for (const i of KNOWN_IMAGES) {
+        assert.ok(!i.archList?.includes("sm_103"), `${i.reference}: 10.3 came from vllm-project/vllm#23469, never merged`);
+        assert.ok(!i.sources.includes("vllm-project/vllm#23469"), i.reference);
+        // Every vLLM image in the table runs on a Spark by CUDA's rule: sm_120 SASS on 12.1, and a CUDA the 580 driver runs.
+        if (i.reference.startsWith("vllm/")) assert.deepEqual(imageProblems(i, { capability: "12.1", driver: "580.95.05" }, "mp", 2), [], i.reference);
+    }
+});
+
+test("the driver → CUDA table goes past the 590 branch (CUDA Toolkit release notes, Table 3)", () => {
+    assert.equal(driverCudaVersion("590.48.01"), "13.1");
+    assert.equal(driverCudaVersion("595.58.03"), "13.2");
+    assert.equal(driverCudaVersion("610.43.02"), "13.3");
+    assert.equal(driverCudaVersion("615.10"), "13.4");
+    assert.equal(driverSupportsCuda("595.45.04", "13.2.1").mode, "native");
+    assert.equal(driverSupportsCuda("580.95.05", "13.4.3").mode, "minor-version");
+});
+
+test("defaultBackend: mp on an image known to ship no Ray, ray on a Ray image and on an image the table does not know", () => {
+    const digest = "@sha256:" + "ab".repeat(32);
+    assert.equal(defaultBackend("vllm/vllm-openai:v0.17.1" + digest).backend, "ray");
+    assert.equal(defaultBackend("vllm/vllm-openai:v0.18.0" + digest).backend, "mp");
+    assert.equal(defaultBackend("vllm/vllm-openai:v0.33.0").backend, "mp");
+    assert.equal(defaultBackend("nvcr.io/nvidia/vllm:26.05-py3").backend, "mp");
+    assert.equal(defaultBackend("nvcr.io/nvidia/vllm:25.11-py3").backend, "ray");
+    const unknown = defaultBackend("example.org/own/vllm:custom" + digest);
+    assert.equal(unknown.backend, "ray");
+    assert.match(unknown.reason, /not in the known-images table/);
+    assert.equal(defaultBackend("nvcr.io/nvidia/vllm:25.10-py3").backend, "ray", "no source says whether it has Ray");
+    assert.equal(defaultBackend(undefined).backend, "ray");
+    // Every known image without Ray has the mp launch, so the default never picks a backend the image cannot run.
+    for (const i of KNOWN_IMAGES) if (i.ray?.present === false && i.vllm) assert.equal(supportsMultiNodeMp(i.vllm), true, i.reference);
 });
 
 test("imageProblems names each failure the way the stand-in variants fail", () => {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { CatalogModel, findModel } from "../../components/catalog";
-import { GiB, kvBytesPerToken, kvCacheDtypeFlag, planMemory, renderMemoryPlan, resolveKvCacheDtype, totalMemoryFor, vllmStartupMemoryCheck } from "../../components/memory";
+import { GiB, kvBytesPerToken, kvCacheDtypeFlag, planMemory, renderMemoryPlan, resolveKvCacheDtype, totalMemoryFor, vllmStartupFreeSource, vllmStartupMemoryCheck } from "../../components/memory";
 
 const twoSparks = (tp: number, pp: number, gpuMemoryUtilization: number, maxModelLen?: number) => ({
     hosts: [{ name: "spark-a", gpus: 1 }, { name: "spark-b", gpus: 1 }],
@@ -141,4 +141,24 @@ test("vLLM's start-up check: free < ceil(total × utilization) refuses with vLLM
     assert.equal(ok.ok, true);
     assert.equal(ok.message, undefined);
     close(ok.requestedGiB, 103.4365, 1e-6);
+});
+
+test("vllmStartupFreeSource: which free figure vLLM's start-up check takes, per version (components/images.ts [uma-free])", () => {
+    const src = (v: string | undefined, cap = "12.1", integrated?: boolean) => vllmStartupFreeSource(v, cap, integrated).source;
+    // vllm-0.11.0 MemorySnapshot: torch.cuda.mem_get_info() only.
+    assert.equal(src("0.10.2"), "cuda-free");
+    assert.equal(src("0.11.0"), "cuda-free");
+    // vllm-0.11.1 … 0.19.0: MemAvailable on capability (8,7), (11,0), (12,1).
+    assert.equal(src("0.11.1"), "mem-available");
+    assert.equal(src("0.17.1"), "mem-available");
+    assert.equal(src("0.19.0", "9.0", true), "cuda-free", "a GH200 is not in the capability list before 0.20");
+    assert.equal(src("0.19.0", "8.7"), "mem-available");
+    // vllm-0.20.0 on: is_integrated (vllm-project/vllm#35356).
+    assert.equal(src("0.20.0", "9.0", true), "mem-available");
+    assert.equal(src("0.33.0", "12.1", false), "cuda-free");
+    assert.equal(src("0.33.0"), "mem-available", "is_integrated unknown: the capability list");
+    // Not a release number: the stricter figure.
+    assert.equal(src(undefined), "cuda-free");
+    assert.equal(src("nightly"), "cuda-free");
+    assert.match(vllmStartupFreeSource("0.11.0", "12.1").reason, /< 0\.11\.1 takes CUDA's free figure/);
 });

@@ -125,7 +125,7 @@ def image_checks(backend, vllm_version):
             problems.append("the image has no Ray (`import ray` fails; vLLM images dropped it from 0.18), but "
                             "spark-vllm:vllm.backend is ray: set spark-vllm:vllm.backend: mp (vLLM's own multi-node "
                             "launch, from vLLM %s) or use an image with Ray%s"
-                            % (facts_data.get("firstVllmWithMultiNodeMp", "0.11.0"), use_instead()))
+                            % (facts_data.get("firstVllmWithMultiNodeMp", "0.11.1"), use_instead()))
     first_mp = facts_data.get("firstVllmWithMultiNodeMp")
     if backend == "mp" and first_mp and vllm_version != "unknown" and version_tuple(vllm_version) < version_tuple(first_mp):
         problems.append("vLLM %s in this image has no multi-node mp launch (--nnodes/--node-rank/--headless came in "

@@ -1,13 +1,19 @@
-# The memory gate before every vLLM launch. A Spark's GPU memory is the system's (128 GB unified): right after
-# 60-120 GB of weights were read, the page cache holds most of it and vLLM's start-up check (free >= utilization
-# x total, vllm/v1/worker/utils.py request_memory, called from gpu_worker.py: "Free memory on device ... on startup is less than desired GPU memory
-# utilization") refuses to start. NVIDIA's vLLM playbook flushes the cache first (NVIDIA/dgx-spark-playbooks
-# nvidia/vllm/README.md: `sync; echo 3 > /proc/sys/vm/drop_caches`); so do we, then measure as CUDA sees it.
+# The memory gate before every vLLM launch. A Spark's GPU memory is the system's (128 GB unified). vLLM's start-up
+# check is free >= utilization x total (vllm/v1/worker/utils.py request_memory, called from gpu_worker.py: "Free
+# memory on device ... on startup is less than desired GPU memory utilization"), and what "free" is depends on the
+# image's vLLM (components/images.ts [uma-free]): before 0.11.1 CUDA's free figure, which leaves out the page cache,
+# so right after 60-120 GB of weights were read vLLM refuses; from 0.11.1 on a GB10 (and from 0.20.0 on any
+# integrated GPU) MemorySnapshot takes psutil.virtual_memory().available (MemAvailable), where the page cache counts
+# as available. We flush the cache first all the same, as NVIDIA's vLLM playbook does (NVIDIA/dgx-spark-playbooks
+# nvidia/vllm/README.md: `sync; echo 3 > /proc/sys/vm/drop_caches`; harmless), then measure both figures and apply
+# the image's rule.
 import json
 import os
 import subprocess
 
 from spark_vllm.common import fail, say
+from spark_vllm.compat import version_tuple
+from spark_vllm.data import data
 
 GIB = 1024 ** 3
 DROP = "sync; echo 3 > /proc/sys/vm/drop_caches"
@@ -59,16 +65,72 @@ def verdict(host, free_bytes, total_bytes, utilization):
            (total_bytes - free_bytes) / GIB, host, fits))
 
 
+def startup_free_source(vllm_version, capability, integrated=None):
+    """Which figure vLLM's start-up check takes as free: "mem-available" or "cuda-free" (the twin of
+    components/memory.ts vllmStartupFreeSource). A version that is not a release number gets CUDA's, the stricter."""
+    images = data().get("images", {})
+    first, query = images.get("firstVllmWithUnifiedMemoryAvailable"), images.get("firstVllmWithIntegratedGpuQuery")
+    uma = [list(c) for c in images.get("umaCapabilities", [])]
+    on_list = capability is not None and list(capability) in uma
+    v = version_tuple(vllm_version or "")
+    if len(v) < 2 or not first or v < version_tuple(first):
+        return "cuda-free"
+    if query and v >= version_tuple(query):
+        return "mem-available" if (on_list if integrated is None else integrated) else "cuda-free"
+    return "mem-available" if on_list else "cuda-free"
+
+
+def mem_available_bytes():
+    """MemAvailable as vLLM reads it (psutil.virtual_memory().available), else from /proc/meminfo; None if neither."""
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def image_vllm_version():
+    try:
+        from importlib.metadata import version
+        return version("vllm")
+    except Exception:
+        try:
+            import vllm
+            return getattr(vllm, "__version__", None)
+        except Exception:
+            return None
+
+
 def memory_check(args):
-    """In the container: free and total memory as CUDA reports them (torch.cuda.mem_get_info)."""
+    """In the container: CUDA's free figure (torch.cuda.mem_get_info) and MemAvailable, and the one this image's vLLM
+    takes as free at start-up (startup_free_source)."""
     try:
         import torch
-        free, total = torch.cuda.mem_get_info()
+        cuda_free, total = torch.cuda.mem_get_info()
+        capability = tuple(torch.cuda.get_device_capability())
+        integrated = getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
     except Exception as e:
         fail(["%s: cannot read GPU memory in the container (%s: %s): check the GPU with nvidia-smi there"
               % (args["host"], type(e).__name__, e)])
+    available = mem_available_bytes()
+    version = image_vllm_version()
+    source = startup_free_source(version, capability, integrated)
+    free = available if source == "mem-available" and available is not None else cuda_free
     facts, problem = verdict(args["host"], free, total, args["gpuMemoryUtilization"])
-    say("%s: %.2f of %.2f GiB free, vLLM will ask for %.2f GiB" % (args["host"], facts["freeGiB"], facts["totalGiB"], facts["requestedGiB"]))
+    facts.update({"cudaFreeGiB": round(cuda_free / GIB, 2), "freeSource": source, "vllmVersion": version or "unknown",
+                  "memAvailableGiB": round(available / GIB, 2) if available is not None else None})
+    say("%s: CUDA free %.2f GiB, MemAvailable %s of %.2f GiB; vLLM %s takes %s as free and will ask for %.2f GiB"
+        % (args["host"], facts["cudaFreeGiB"], "%.2f GiB" % facts["memAvailableGiB"] if available is not None else "unknown",
+           facts["totalGiB"], version or "(version unknown)", "MemAvailable" if source == "mem-available" else "CUDA's free figure",
+           facts["requestedGiB"]))
     if problem:
         fail([problem])
     say(json.dumps(facts, sort_keys=True))

@@ -1,9 +1,10 @@
+import json
 import types
 import unittest
 from unittest import mock
 import sys
 
-from spark_vllm.memory import DROP, GIB, flush_argv, memory_check, verdict
+from spark_vllm.memory import DROP, GIB, flush_argv, memory_check, startup_free_source, verdict
 from tests.test_weights import call
 
 
@@ -36,13 +37,50 @@ class Verdict(unittest.TestCase):
                          "holds it (`nvidia-smi`, `docker ps`, a leftover vLLM or Ray on spark-b), or lower "
                          "spark-vllm:vllm.gpuMemoryUtilization to 0.65 or less")
 
-    def test_memory_check_reads_torch_mem_get_info(self):
+    def _check(self, cuda_free_gib, available_gib, version, capability=(12, 1), integrated=True):
         torch = types.ModuleType("torch")
-        torch.cuda = types.SimpleNamespace(mem_get_info=lambda: (int(50 * GIB), int(121.69 * GIB)))
-        with mock.patch.dict(sys.modules, {"torch": torch}):
-            code, out, err = call(memory_check, {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+        torch.cuda = types.SimpleNamespace(mem_get_info=lambda: (int(cuda_free_gib * GIB), int(121.69 * GIB)),
+                                           get_device_capability=lambda: capability,
+                                           get_device_properties=lambda i: types.SimpleNamespace(is_integrated=integrated))
+        psutil = types.ModuleType("psutil")
+        psutil.virtual_memory = lambda: types.SimpleNamespace(available=int(available_gib * GIB))
+        with mock.patch.dict(sys.modules, {"torch": torch, "psutil": psutil}), \
+                mock.patch("spark_vllm.memory.image_vllm_version", lambda: version):
+            return call(memory_check, {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+
+    def test_old_vllm_takes_cudas_free_figure(self):
+        # vllm-0.11.0 MemorySnapshot: torch.cuda.mem_get_info() only; 20 GiB of page cache makes it refuse.
+        code, out, err = self._check(90, 110, "0.11.0")
         self.assertEqual(code, 1)
-        self.assertIn("only 50.00 GiB is free", err[0])
+        self.assertIn("only 90.00 GiB is free", err[0])
+
+    def test_newer_vllm_on_a_gb10_takes_memavailable_and_reports_both(self):
+        # vllm-0.11.1..0.19: capability (12, 1) is in its unified-memory list; psutil's available is the free figure.
+        code, out, err = self._check(90, 110, "0.17.1")
+        self.assertEqual(code, 0, err)
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["freeGiB"], facts["cudaFreeGiB"], facts["memAvailableGiB"], facts["freeSource"]),
+                         (110.0, 90.0, 110.0, "mem-available"))
+        self.assertIn("CUDA free 90.00 GiB, MemAvailable 110.00 GiB", out[0])
+        # ... and MemAvailable short of the request refuses even with CUDA's figure higher.
+        code, _, err = self._check(110, 90, "0.33.0")
+        self.assertEqual(code, 1)
+        self.assertIn("only 90.00 GiB is free", err[0])
+
+
+class StartupFreeSource(unittest.TestCase):
+    def test_the_rule_per_vllm_version(self):
+        gb10 = (12, 1)
+        self.assertEqual(startup_free_source("0.10.2", gb10), "cuda-free")
+        self.assertEqual(startup_free_source("0.11.0", gb10), "cuda-free")
+        self.assertEqual(startup_free_source("0.11.1", gb10), "mem-available")
+        self.assertEqual(startup_free_source("0.19.0", gb10, integrated=False), "mem-available", "0.19 reads only the capability list")
+        self.assertEqual(startup_free_source("0.19.0", (9, 0), integrated=True), "cuda-free", "GH200 is not in 0.19's list")
+        self.assertEqual(startup_free_source("0.20.0", (9, 0), integrated=True), "mem-available")
+        self.assertEqual(startup_free_source("0.20.0", gb10, integrated=False), "cuda-free")
+        self.assertEqual(startup_free_source("0.33.0", gb10), "mem-available", "is_integrated unknown: the capability list")
+        self.assertEqual(startup_free_source(None, gb10), "cuda-free")
+        self.assertEqual(startup_free_source("0.17.1+cu129", gb10), "mem-available")
 
 
 if __name__ == "__main__":

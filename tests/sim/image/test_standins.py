@@ -480,13 +480,20 @@ class StandIns(unittest.TestCase):
                       self.read("mp-old"))
 
     def test_9_page_cache_flush_and_held_memory(self):
-        # the page cache eats free memory: vLLM's own start-up check refuses (vllm/v1/worker/utils.py request_memory)
+        # the page cache eats CUDA's free figure: vLLM before 0.11.1 takes that one and refuses (vllm/v1/worker/utils.py
+        # request_memory); from 0.11.1 a GB10's free figure is MemAvailable, where the page cache counts (components/images.ts [uma-free])
         self.set_faults(page_cache_gib=20)
-        r = self.head.py("import simcommon as sc, json; print(json.dumps(sc.gpu_memory())); print(sc.mem_get_info())")
+        r = self.head.py("import simcommon as sc, json, psutil; print(json.dumps(sc.gpu_memory())); print(sc.mem_get_info()); "
+                         "print(round(psutil.virtual_memory().available / 2**30, 2))")
         self.assertEqual(r.returncode, 0, r.stderr)
         mem = json.loads(r.stdout.splitlines()[0])
         self.assertEqual((mem["total_gib"], mem["free_gib"], mem["page_cache_gib"]), (121.69, 92.0, 20.0))
-        p, _ = self.serve1("pagecache")
+        self.assertEqual(r.stdout.splitlines()[2], "112.0")
+        p, port = self.serve1("pagecache-new")
+        self.wait_healthy(port, p, "pagecache-new")
+        self.stop(p)
+        old = self.release_file("mem-0110", version="0.11.0")
+        p, _ = self.serve1("pagecache", env={"VLLM_SIM_RELEASE": old})
         self.assertEqual(p.wait(20), 1)
         self.assert_cause_before_wrapper(self.read("pagecache"), (
             "ValueError: Free memory on device cuda:0 (92.00/121.69 GiB) on startup is less than desired GPU memory "

@@ -110,6 +110,23 @@ def gpu_memory():
             "os_used_gib": used}
 
 
+def mem_available_gib():
+    """/proc/meminfo MemAvailable on this sim host: what is free plus the page cache, which the kernel reclaims."""
+    m = gpu_memory()
+    return round(min(m["total_gib"], m["free_gib"] + m["page_cache_gib"]), 4)
+
+
+def vllm_startup_free_gib(vllm_version, cap=None):
+    """The free figure real vLLM's start-up check takes (MemorySnapshot.measure, vllm/utils/mem_utils.py): CUDA's before
+    0.11.1; MemAvailable (psutil) from 0.11.1 on capability 8.7/11.0/12.1, from 0.20.0 on any integrated GPU (a sim
+    GB10 is one). components/images.ts [uma-free] cites the releases."""
+    cap = tuple(cap or GPU_CAPABILITY)
+    v = _ver(vllm_version, 3)
+    if v >= (0, 11, 1) and cap in ((8, 7), (11, 0), (12, 1)):
+        return mem_available_gib()
+    return gpu_memory()["free_gib"]
+
+
 def mem_get_info():
     """(free_bytes, total_bytes) like torch.cuda.mem_get_info()."""
     m = gpu_memory()

@@ -864,7 +864,7 @@ class Server:
                 w.raw("  warnings.warn(incompatible_device_warn.format(device_name, capability, \" \".join(arch_list), "
                       "device_name))", "err")
         mem = sc.gpu_memory()
-        total, free = mem["total_gib"], mem["free_gib"]
+        total, free = mem["total_gib"], sc.vllm_startup_free_gib(self.rel.get("version"))
         requested = math.ceil(total * GIB * self.util) / GIB
         if free * GIB < requested * GIB:
             fail("ValueError: Free memory on device cuda:0 (%.2f/%.2f GiB) on startup is less than desired GPU memory "
