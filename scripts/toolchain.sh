@@ -7,6 +7,7 @@
 #
 #   scripts/toolchain.sh          build what is missing, print the directory
 #   scripts/toolchain.sh --dir    print the directory only (used by scripts/pulumi.sh)
+#   SPARK_VLLM_TOOLCHAIN_ONLY="pulumi pulumi-resource-command"   build only the binaries named
 #
 # Directory: $SPARK_VLLM_TOOLCHAIN_DIR if set, else ${XDG_CACHE_HOME:-$HOME/.cache}/spark-vllm/toolchain/<key>,
 # <key> naming the version of every binary.
@@ -109,6 +110,7 @@ build_go() {
 # timed NAME BUILD CHECK WANT: runs BUILD unless CHECK passes, checks again, reports the time it took.
 timed() {
   local name=$1 build=$2 check=$3 want=$4 start=$SECONDS
+  case " ${SPARK_VLLM_TOOLCHAIN_ONLY:-$name} " in *" $name "*) ;; *) return;; esac
   if $check; then echo "toolchain: $name $want already built"; return; fi
   echo "toolchain: building $name $want ..."
   if ( $build ); then
