@@ -160,15 +160,16 @@ command_provider() {
 }
 
 # Bridged providers: main.go embeds schema-embed.json, which upstream generates from the committed schema.json
-# with its generate.go and does not commit, so the module is copied out of the module cache, generated there,
-# and used through a replace. Local replaces of its go.mod need a Go module to stand in for them.
+# and does not commit (its generate.go sets the schema's version and re-serializes it; the Makefile runs it with
+# VERSION=$(PROVIDER_VERSION), no leading v, and links -X .../pkg/version.Version=$(PROVIDER_VERSION)). So the
+# module is copied out of the module cache, schema-embed.json written there, and the copy used through a
+# replace. A local replace in its go.mod needs a Go module to stand in for it (STAND_IN).
 bridged_provider() {
   local name=$1 m=$2 commit=$3 want=$4 tags=$5 v dir rep old new
   v=$(download "$name" "$m@$commit") || exit 1
   wrapper "$name" "$m" "$v" || exit 1
   dir=$(go mod download -json "$m@$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   cp -r "$dir" src && chmod -R u+w src || exit 1
-  (cd "src/cmd/$name" && step "$name" go run generate.go) || exit 1
   go mod edit -replace "$m=./src"
   for rep in $(go mod edit -json src/go.mod | node -e '
       const mod = JSON.parse(require("fs").readFileSync(0, "utf8"));
@@ -180,7 +181,11 @@ bridged_provider() {
     fi
     go mod edit -replace "$old=$new" && step "$name" go mod download "$new" || exit 1
   done
-  build_go "$name" "$m/cmd/$name" "$m/pkg/version.Version" "v$want" "$tags" "$m/cmd/$name@$v" || exit 1
+  VERSION=$want node -e '
+    const fs = require("fs"), [from, to] = process.argv.slice(1);
+    const spec = JSON.parse(fs.readFileSync(from, "utf8")); spec.version = process.env.VERSION;
+    fs.writeFileSync(to, JSON.stringify(spec));' "src/cmd/$name/schema.json" "src/cmd/$name/schema-embed.json" || exit 1
+  build_go "$name" "$m/cmd/$name" "$m/pkg/version.Version" "$want" "$tags" "$m/cmd/$name@$v" || exit 1
 }
 declare -A STAND_IN=([github.com/terraform-providers/terraform-provider-docker]=$DOCKER_UPSTREAM)
 random_provider() { bridged_provider pulumi-resource-random github.com/pulumi/pulumi-random/provider/v4 "$RANDOM_COMMIT" "$RANDOM_VERSION" ""; }

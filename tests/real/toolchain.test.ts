@@ -107,3 +107,17 @@ test("the providers built at random 4.21.1 / docker 5.1.0 lack nothing the progr
     const sources = ["index.ts", ...fs.readdirSync(path.join(ROOT, "components")).filter(f => f.endsWith(".ts")).map(f => `components/${f}`)];
     for (const f of sources) assert.ok(!fs.readFileSync(path.join(ROOT, f), "utf8").includes("deviceCgroupRules"), f);
 });
+
+test("the policy pack needs no node_modules of its own: its runner and @pulumi/policy resolve from the repository's", () => {
+    // The language host starts a Node pack by running `node -e "require.resolve('@pulumi/pulumi/cmd/run-policy-pack')"`
+    // in the pack's folder (pulumi/pulumi sdk/nodejs/cmd/pulumi-language-nodejs/main.go, RunPlugin and locateModule);
+    // Node walks up from policies/ to the repository's node_modules.
+    const node = path.join(ROOT, "node_modules/.bin/node");
+    for (const mod of ["@pulumi/pulumi/cmd/run-policy-pack", "@pulumi/policy"]) {
+        const r = spawnSync(node, ["-e", `console.log(require.resolve(${JSON.stringify(mod)}))`], { cwd: path.join(ROOT, "policies"), encoding: "utf8" });
+        assert.equal(r.status, 0, r.stderr);
+        const resolved = fs.realpathSync(r.stdout.trim());
+        assert.equal(resolved, fs.realpathSync(require.resolve(mod, { paths: [ROOT] })), mod);
+    }
+    assert.ok(!fs.existsSync(path.join(ROOT, "policies/node_modules")));
+});
