@@ -52,7 +52,7 @@ async function listening(host: string, port: number): Promise<boolean> {
 async function waitListening(host: string, port: number): Promise<void> {
     for (let i = 0; i < 100; i++) {
         if (await listening(host, port)) return;
-        await new Promise(r => setTimeout(r, 100));
+        await new Promise(r => setTimeout(r, 100)); // poll interval of this wait for the listener
     }
     throw new Error(`nothing listens on ${host}:${port}`);
 }

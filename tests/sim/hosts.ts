@@ -337,7 +337,7 @@ const HOST_ENV: NodeJS.ProcessEnv = { PATH: STD_PATH, HOME: "/root", LANG: "C.UT
 async function killAll(pids: number[]): Promise<void> {
     const mine = pids.filter(p => p !== process.pid && alive(p));
     for (const p of mine) { try { process.kill(p, "SIGKILL"); } catch { /* gone */ } }
-    for (let i = 0; i < 50 && mine.some(alive); i++) await sleep(100);
+    for (let i = 0; i < 50 && mine.some(alive); i++) await sleep(100); // poll: until they are gone, 5 s at most
 }
 
 async function teardownHost(h: HostState, log: (s: string) => void): Promise<void> {
@@ -570,7 +570,7 @@ async function startDockerd(c: SimCluster, h: HostState, driver: string): Promis
             await stopPid(pid, "dockerd", 5_000);
             throw new Error(`${h.name}: dockerd (${driver}) did not answer within 30 s; log ${logFile}`);
         }
-        await sleep(150);
+        await sleep(150); // poll interval of this wait for the daemon
     }
 }
 
@@ -952,6 +952,7 @@ export async function rebootSimHost(name: string, opts: { downSeconds?: number; 
     ].join("\n");
     const r = await run([...nsenterArgs(h), "/bin/bash", "-c", clear], { env: HOST_ENV, timeoutMs: 60_000 });
     if (r.code !== 0) throw new Error(`${name}: emptying /run: ${r.stderr.trim()}`);
+    // Powered off: the down time is what the reboot is about (peers see the host gone); 2 s, a reboot's shortest.
     await sleep((opts.downSeconds ?? 2) * 1000);
     log(`${name}: power on`);
     await must(["ip", "link", "set", h.veth, "up"]);
