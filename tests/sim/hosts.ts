@@ -6,7 +6,8 @@
 // server and Docker daemon run. Inside it, /root, /run, /var/tmp and /usr/local/sbin are
 // bind-mounted from the host's private dir, and /dev is an overlay that adds a fake
 // /dev/infiniband/uverbs0. A docker-registry on 198.18.0.1:5000 serves the stand-in vLLM
-// image (tests/sim/image.ts). See tests/sim/README.md.
+// image (tests/sim/image.ts). See tests/sim/README.md. Those are cluster 0's names; clusters 1..200 run beside it
+// with their own (simCluster). Every iptables call has -w: clusters may change rules at once (xtables lock).
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -387,9 +388,9 @@ async function teardown(c: SimCluster, state: SimState | undefined, log: (s: str
     // firewall exceptions (only added when a policy was not ACCEPT); this cluster's comment exactly
     const ours = new RegExp(`--comment "?${c.firewallComment}"?( |$)`);
     for (const chain of ["FORWARD", "INPUT"]) {
-        const rules = (await run(["iptables", "-S", chain])).stdout.split("\n").filter(l => ours.test(l));
+        const rules = (await run(["iptables", "-w", "-S", chain])).stdout.split("\n").filter(l => ours.test(l));
         for (const rule of rules) {
-            await run(["iptables", ...rule.replace(/^-A /, "-D ").match(/"[^"]*"|\S+/g)!.map(a => a.replace(/^"|"$/g, ""))]);
+            await run(["iptables", "-w", ...rule.replace(/^-A /, "-D ").match(/"[^"]*"|\S+/g)!.map(a => a.replace(/^"|"$/g, ""))]);
         }
     }
     if (isMountpoint(nsDir(c))) {
@@ -612,13 +613,13 @@ function writeSshClientFiles(c: SimCluster, runDir: string, hosts: HostState[]):
 }
 
 async function addFirewallExceptions(c: SimCluster): Promise<void> {
-    if ((await run(["iptables", "-S"])).code !== 0) return;
-    const pol = (chain: string) => run(["iptables", "-S", chain]).then(r => /^-P \S+ (\S+)/m.exec(r.stdout)?.[1]);
+    if ((await run(["iptables", "-w", "-S"])).code !== 0) return;
+    const pol = (chain: string) => run(["iptables", "-w", "-S", chain]).then(r => /^-P \S+ (\S+)/m.exec(r.stdout)?.[1]);
     if ((await pol("FORWARD")) !== "ACCEPT") {
-        await must(["iptables", "-I", "FORWARD", "-i", c.bridge, "-o", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
+        await must(["iptables", "-w", "-I", "FORWARD", "-i", c.bridge, "-o", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
     }
     if ((await pol("INPUT")) !== "ACCEPT") {
-        await must(["iptables", "-I", "INPUT", "-i", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
+        await must(["iptables", "-w", "-I", "INPUT", "-i", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
     }
 }
 
