@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { SimStackOptions, leftovers as simLeftovers } from "../sim/stacks";
-import { failure, simSuite } from "./suite";
+import { esc, failure, simSuite } from "./suite";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
@@ -167,7 +167,7 @@ describe("failures stop up with the cause", () => {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, new RegExp(N.host("spark-b", "ray")));
-            assert.match(error, /Unable to connect to GCS at 198\.18\.0\.2:6379/);
+            assert.match(error, new RegExp(`Unable to connect to GCS at ${esc(suite.sim.host("spark-a").address)}:6379`));
         } finally {
             await suite.sim.setFaults("spark-b", null);
             await destroy(stack);
@@ -176,14 +176,14 @@ describe("failures stop up with the cause", () => {
 
     test("a worker that joins Ray on the wrong address is named, with its fabric address, when the Ray probe times out", async () => {
         const stack = simStack("wrong-node-ip", { probes: { rayTimeoutSeconds: 8 } });
-        await suite.sim.setFaults("spark-b", { node_ip_override: "198.18.0.250" });
+        await suite.sim.setFaults("spark-b", { node_ip_override: `${suite.sim.cluster.subnetPrefix}.250` });
         try {
             const r = await up(stack);
             const error = failure(r);
             assert.match(error, new RegExp(N.of("ray-probe")));
-            assert.match(error, /Ray cluster incomplete after 8 s: 1 of 2 nodes, 2 of 2 GPUs joined the head at 198\.18\.0\.2:6379/);
-            assert.match(error, /spark-b \(198\.18\.0\.3\) did not join/);
-            assert.match(error, /a node joined from 198\.18\.0\.250 \(1 GPU\), which is no host's fabric address/);
+            assert.match(error, new RegExp(`Ray cluster incomplete after 8 s: 1 of 2 nodes, 2 of 2 GPUs joined the head at ${esc(suite.sim.host("spark-a").address)}:6379`));
+            assert.match(error, new RegExp(`spark-b \\(${esc(suite.sim.host("spark-b").address)}\\) did not join`));
+            assert.match(error, new RegExp(`a node joined from ${esc(suite.sim.cluster.subnetPrefix)}\\.250 \\(1 GPU\\), which is no host's fabric address`));
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
             await suite.sim.setFaults("spark-b", null);
@@ -246,7 +246,7 @@ describe("one image everywhere", () => {
             stack.policyPack = false;
             const r = await up(stack);
             const error = failure(r);
-            assert.match(error, /the hosts pulled different images for 198\.18\.0\.1:5000\/vllm-sim:0\.17\.1/);
+            assert.match(error, new RegExp(`the hosts pulled different images for ${esc(suite.sim.registry)}/vllm-sim:0\\.17\\.1`));
             assert.ok(error.includes(`spark-a: ${suite.sim.images["0.17.1"]}`), "names spark-a's digest");
             assert.ok(error.includes(`spark-b: ${suite.sim.images["0.14.0"]}`), "names spark-b's digest");
             // The endpoint proxy's own container follows the preflights, not the vLLM image.

@@ -4,7 +4,7 @@
 import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { SimStackOptions, leftovers } from "../sim/stacks";
-import { failure, simSuite, completionStatus } from "./suite";
+import { esc, failure, simSuite, completionStatus } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 
@@ -24,7 +24,7 @@ describe("backends", () => {
             assert.equal(r.error, undefined, r.error);
             assert.equal(await completionStatus(r), 200);
             const worker = (await suite.sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
-            assert.match(worker, /--nnodes 2 --node-rank 1 --master-addr 198\.18\.0\.2 --master-port 29501 --headless/);
+            assert.match(worker, new RegExp(`--nnodes 2 --node-rank 1 --master-addr ${esc(suite.sim.host("spark-a").address)} --master-port 29501 --headless`));
             const head = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
             assert.match(head, /--nnodes 2 --node-rank 0 /);
             for (const h of ["spark-a", "spark-b"])

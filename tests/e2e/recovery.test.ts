@@ -27,7 +27,7 @@ async function servingAgain(r: Report, before: string, since: number, what: stri
             const supB = await suite.sim.docker("spark-b", ["logs", "--tail", "30", "spark-vllm-spark-b"]);
             assert.fail(`${what}: not serving again within ${limitSeconds} s\nvLLM log:\n${logs.stdout}\nhead supervisor:\n${sup.stdout}${sup.stderr}\nworker supervisor:\n${supB.stdout}${supB.stderr}`);
         }
-        await new Promise(res => setTimeout(res, 1000));
+        await new Promise(res => setTimeout(res, 1000)); // poll interval of this wait for the condition (1 s: the figure's resolution)
     }
 }
 

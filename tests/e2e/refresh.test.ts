@@ -23,7 +23,7 @@ async function serving(r: Report, what: string, limitSeconds = 300): Promise<num
             const sup = await suite.sim.docker(WORKER, ["logs", "--tail", "30", WORKER_CONTAINER]);
             assert.fail(`${what}: not serving within ${limitSeconds} s\nworker supervisor:\n${sup.stdout}${sup.stderr}`);
         }
-        await new Promise(res => setTimeout(res, 1000));
+        await new Promise(res => setTimeout(res, 1000)); // poll interval of this wait for the condition (1 s: the figure's resolution)
     }
     return Math.round((Date.now() - t0) / 100) / 10;
 }

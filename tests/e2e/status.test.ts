@@ -58,7 +58,7 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
                 const sup = await suite.sim.docker("spark-a", ["logs", "--tail", "30", "spark-vllm-spark-a"]);
                 assert.fail(`the supervisor did not give up within 300 s:\n${sup.stdout}${sup.stderr}`);
             }
-            await new Promise(res => setTimeout(res, 2000));
+            await new Promise(res => setTimeout(res, 500)); // poll interval of this wait for the marker
         }
         const gaveUp = status();
         assert.equal(gaveUp.code, 5);

@@ -1,5 +1,6 @@
-// What every end-to-end file shares: root, two simulated Sparks for the file's tests (started before, stopped after),
-// its stacks in a temporary directory, and how an expected failure is printed.
+// What every end-to-end file shares: root, two simulated Sparks for the file's tests (started before, stopped after) on
+// a cluster of its own (its own bridge, namespaces, /24 and registry: tests/sim/hosts.ts simCluster), so that files run
+// side by side; its stacks in a temporary directory, and how an expected failure is printed.
 import { after, before } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -22,7 +23,7 @@ export function simSuite(prefix: string, defaults: SimStackOptions = {}): SimSui
     let work = "";
     before(async () => {
         work = fs.mkdtempSync(path.join(os.tmpdir(), `spark-vllm-${prefix}-`));
-        sim = await startSim({ hosts: 2 });
+        sim = await startSim({ hosts: 2, cluster: "auto" });
     }, { timeout: 900_000 });
     after(async () => {
         await sim?.stop();
@@ -35,6 +36,11 @@ export function simSuite(prefix: string, defaults: SimStackOptions = {}): SimSui
         },
         stack: (name, opts = {}) => simStack(sim!, work, name, { ...defaults, ...opts }),
     };
+}
+
+/** `s` as a regular expression matching exactly it (for addresses, which differ per cluster). */
+export function esc(s: string): string {
+    return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /** The failed up's error, printed so CI logs show what a user would read. */

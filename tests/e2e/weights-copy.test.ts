@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { leftovers } from "../sim/stacks";
 import { modelCacheName, modelRevision } from "../sim/hosts";
-import { simSuite } from "./suite";
+import { esc, simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
 import { parseSpec } from "../../components/spec";
@@ -52,7 +52,7 @@ async function listening(host: string, port: number): Promise<boolean> {
 async function waitListening(host: string, port: number): Promise<void> {
     for (let i = 0; i < 100; i++) {
         if (await listening(host, port)) return;
-        await new Promise(r => setTimeout(r, 100));
+        await new Promise(r => setTimeout(r, 100)); // poll interval of this wait for the listener
     }
     throw new Error(`nothing listens on ${host}:${port}`);
 }
@@ -160,7 +160,7 @@ describe("head-then-copy, hardened", () => {
                     const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
                     console.log(`--- the worker refused as expected:\n${r.stderr}---`);
                     assert.equal(r.code, 1);
-                    assert.match(r.stderr, /^spark-b: refusing the weights manifest from http:\/\/198\.18\.0\.2:20080; nothing was written:$/m);
+                    assert.match(r.stderr, new RegExp(`^spark-b: refusing the weights manifest from http://${esc(suite.sim.host("spark-a").address)}:20080; nothing was written:$`, "m"));
                     assert.ok(r.stderr.includes(`  file "${evil}" has an empty, '.' or '..' component`), r.stderr);
                     assert.ok(r.stderr.includes(`  file "/tmp/abs" is an absolute path`), r.stderr);
                     assert.equal(await footprint(), before);
@@ -197,7 +197,7 @@ describe("head-then-copy, hardened", () => {
             await withFakeHead({ revision: REV, files: { "config.json": entry("{}") } }, { "config.json": "{}" }, async () => {
                 const r = await suite.sim.ssh("spark-b", workerCopy, { input: "not-the-token\n", timeoutMs: 60_000 });
                 assert.equal(r.code, 1);
-                assert.match(r.stderr, /spark-b: the head's weights server at http:\/\/198\.18\.0\.2:20080 answered 401 to the manifest request: the copy token does not match/);
+                assert.match(r.stderr, new RegExp(`spark-b: the head's weights server at http://${esc(suite.sim.host("spark-a").address)}:20080 answered 401 to the manifest request: the copy token does not match`));
             });
         });
     });

@@ -6,13 +6,14 @@
 // server and Docker daemon run. Inside it, /root, /run, /var/tmp and /usr/local/sbin are
 // bind-mounted from the host's private dir, and /dev is an overlay that adds a fake
 // /dev/infiniband/uverbs0. A docker-registry on 198.18.0.1:5000 serves the stand-in vLLM
-// image (tests/sim/image.ts). See tests/sim/README.md.
+// image (tests/sim/image.ts). See tests/sim/README.md. Those are cluster 0's names; clusters 1..200 run beside it
+// with their own (simCluster). Every iptables call has -w: clusters may change rules at once (xtables lock).
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { buildAndPush, buildAndPushProxy, proxyRootfsPath, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
-import { alive, cmdline, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
+import { alive, cmdline, holdLock, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
 
 export { SimModel, QWEN35_122B_FP8, QWEN3_30B_A3B, DEFAULT_MODELS, modelRevision, modelCacheName } from "./models";
 export { SimRelease, DEFAULT_RELEASES } from "./image";
@@ -41,6 +42,52 @@ const HOST_BIN_SRC = path.join(__dirname, "host-bin");
 const DEFAULT_IMAGE_DIR = path.join(__dirname, "image");
 const STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const CGROUP_PREFIX = "spark-vllm-sim-";
+/** Where the clusters other than the default one keep their runtime state (`<id>/`) and the allocation lock. */
+const CLUSTERS_STATE_DIR = "/run/svsim";
+/** Cluster ids 1..MAX_CLUSTER: one /24 each inside 198.18.0.0/15 (198.18.<id>.0/24), well clear of the default 198.18.0.0/24. */
+const MAX_CLUSTER = 200;
+
+/**
+ * The names and addresses of one simulated cluster, so that several run side by side on one machine without touching
+ * each other. Cluster 0 is the default one (`tests/sim/cli.ts`, the demo, the bench): bridge svbr0, netns sv-<host>,
+ * 198.18.0.0/24, state in /run/spark-vllm-sim, data in .sim/run. Cluster N (1..200, what the end-to-end files take
+ * with `cluster: "auto"`): bridge svbrN, netns sv<N>-<host>, 198.18.N.0/24 (registry 198.18.N.1:5000), state in
+ * /run/svsim/N, data in .sim/clusters/N, cgroups svsimN-<host>, firewall comment svsimN. No name of one is a prefix
+ * of another's, so a cluster's teardown (and the demo's leftover check of cluster 0) never matches another's.
+ */
+export interface SimCluster {
+    id: number;
+    bridge: string;
+    /** The bridge's (root side's) address, where the registry listens; hosts are .2 … .5 of its /24. */
+    bridgeAddress: string;
+    /** "198.18.N": the cluster's /24 without the last octet. */
+    subnetPrefix: string;
+    registry: string;
+    stateDir: string;
+    runDir: string;
+    /** netns and root-side veth of a host: `${netnsPrefix}${host}`. */
+    netnsPrefix: string;
+    /** cgroup parent of a host's containers: `${cgroupPrefix}${host}`. */
+    cgroupPrefix: string;
+    /** iptables comment on the cluster's firewall exceptions. */
+    firewallComment: string;
+}
+
+export function simCluster(id: number): SimCluster {
+    if (!Number.isInteger(id) || id < 0 || id > MAX_CLUSTER) throw new Error(`cluster must be 0..${MAX_CLUSTER}`);
+    if (id === 0) {
+        return {
+            id, bridge: SIM_BRIDGE, bridgeAddress: SIM_BRIDGE_ADDRESS, subnetPrefix: "198.18.0", registry: SIM_REGISTRY,
+            stateDir: SIM_STATE_DIR, runDir: path.join(SIM_DIR, "run"), netnsPrefix: "sv-", cgroupPrefix: CGROUP_PREFIX, firewallComment: "spark-vllm-sim",
+        };
+    }
+    const subnetPrefix = `198.18.${id}`;
+    return {
+        id, bridge: `svbr${id}`, bridgeAddress: `${subnetPrefix}.1`, subnetPrefix, registry: `${subnetPrefix}.1:5000`,
+        stateDir: path.join(CLUSTERS_STATE_DIR, String(id)), runDir: path.join(SIM_DIR, "clusters", String(id)),
+        netnsPrefix: `sv${id}-`, cgroupPrefix: `svsim${id}-`, firewallComment: `svsim${id}`,
+    };
+}
 
 export interface SimHost {
     name: string;
@@ -89,13 +136,20 @@ export interface SimOptions {
     handleSignals?: boolean;
     /** Record this owner PID in the state file (the CLI uses 0: "no live owner"). */
     ownerPid?: number;
+    /**
+     * Which cluster's names and addresses (simCluster): 0, the default, or "auto": a free one of 1..200 claimed for
+     * this process, so that several sims run side by side (the end-to-end files).
+     */
+    cluster?: number | "auto";
 }
 
 export interface ExecOptions { input?: string | Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv }
 
 export interface Sim {
+    /** Its names and addresses (bridge, netns prefix, subnet, state and run dirs). */
+    cluster: SimCluster;
     hosts: SimHost[];
-    /** "198.18.0.1:5000" */
+    /** "198.18.0.1:5000" (cluster 0; 198.18.N.1:5000 for cluster N) */
     registry: string;
     /** tag → "198.18.0.1:5000/vllm-sim@sha256:..." */
     images: Record<string, string>;
@@ -146,9 +200,13 @@ export interface Sim {
 interface HostState {
     name: string; address: string; netns: string; veth: string; root: string;
     mntFile: string; utsFile: string; sshdPid?: number; dockerdPid?: number;
+    /** cgroup parent name (absent in state files from before clusters: CGROUP_PREFIX + name). */
+    cgroup?: string;
 }
 interface SimState {
     version: 1;
+    /** absent in state files from before clusters: 0 */
+    cluster?: number;
     ownerPid: number;
     runDir: string;
     hosts: HostState[];
@@ -156,33 +214,64 @@ interface SimState {
     agentPid?: number;
 }
 
-const STATE_FILE = path.join(SIM_STATE_DIR, "state.json");
-const NS_DIR = path.join(SIM_STATE_DIR, "ns");
+const stateFile = (c: SimCluster) => path.join(c.stateDir, "state.json");
+const nsDir = (c: SimCluster) => path.join(c.stateDir, "ns");
+const hostCgroup = (h: HostState) => h.cgroup ?? CGROUP_PREFIX + h.name;
 
-function hostDefaults(name: string, index: number, runDir: string): HostState {
+function hostDefaults(c: SimCluster, name: string, index: number, runDir: string): HostState {
     return {
         name,
-        address: `198.18.0.${index + 2}`,
-        netns: `sv-${name}`,
-        veth: `sv-${name}`,
+        address: `${c.subnetPrefix}.${index + 2}`,
+        netns: `${c.netnsPrefix}${name}`,
+        veth: `${c.netnsPrefix}${name}`,
         root: path.join(runDir, "hosts", name),
-        mntFile: path.join(NS_DIR, `${name}.mnt`),
-        utsFile: path.join(NS_DIR, `${name}.uts`),
+        mntFile: path.join(nsDir(c), `${name}.mnt`),
+        utsFile: path.join(nsDir(c), `${name}.uts`),
+        cgroup: `${c.cgroupPrefix}${name}`,
     };
 }
 
-function readState(): SimState | undefined {
+function readState(c: SimCluster): SimState | undefined {
     try {
-        return JSON.parse(fs.readFileSync(STATE_FILE, "utf8")) as SimState;
+        return JSON.parse(fs.readFileSync(stateFile(c), "utf8")) as SimState;
     } catch {
         return undefined;
     }
 }
 
-function writeState(s: SimState): void {
-    fs.mkdirSync(SIM_STATE_DIR, { recursive: true });
-    fs.writeFileSync(STATE_FILE + ".tmp", JSON.stringify(s, null, 2));
-    fs.renameSync(STATE_FILE + ".tmp", STATE_FILE);
+function writeState(c: SimCluster, s: SimState): void {
+    fs.mkdirSync(c.stateDir, { recursive: true });
+    fs.writeFileSync(stateFile(c) + ".tmp", JSON.stringify(s, null, 2));
+    fs.renameSync(stateFile(c) + ".tmp", stateFile(c));
+}
+
+/**
+ * Claims a free cluster id (1..200) for this process, under a machine-wide lock: an id whose state names a live owner
+ * is taken; one whose owner is gone (a crashed run) is claimed and its leftovers torn down by startSim from its state;
+ * an id with leftovers but no state (bridge or namespaces of that name) is skipped, never touched.
+ */
+async function claimCluster(ownerPid: number): Promise<SimCluster> {
+    fs.mkdirSync(CLUSTERS_STATE_DIR, { recursive: true });
+    const release = await holdLock(path.join(CLUSTERS_STATE_DIR, "claim.lock"), 60_000);
+    try {
+        const netns = (await run(["ip", "netns", "list"])).stdout.split("\n").map(l => l.split(" ")[0]);
+        const links = (await run(["ip", "-o", "link", "show"])).stdout.split("\n").map(l => l.split(": ")[1]?.split("@")[0]);
+        for (let id = 1; id <= MAX_CLUSTER; id++) {
+            const c = simCluster(id);
+            const old = readState(c);
+            if (old) {
+                if (old.ownerPid && old.ownerPid !== process.pid && alive(old.ownerPid)) continue;
+                writeState(c, { ...old, ownerPid });
+                return c;
+            }
+            if (links.includes(c.bridge) || netns.some(n => n.startsWith(c.netnsPrefix)) || fs.existsSync(c.stateDir)) continue;
+            writeState(c, { version: 1, cluster: id, ownerPid, runDir: c.runDir, hosts: [] });
+            return c;
+        }
+        throw new Error(`no free simulated cluster id in 1..${MAX_CLUSTER} (see ${CLUSTERS_STATE_DIR})`);
+    } finally {
+        await release();
+    }
 }
 
 function mounts(): string[] {
@@ -216,7 +305,8 @@ function pidsInNs(kind: "mnt" | "net", ino: number): number[] {
     return out;
 }
 
-function cgroupPids(name: string): number[] {
+/** PIDs in the cgroup `cgroup` (a host's cgroup parent) of any controller. */
+function cgroupPids(cgroup: string): number[] {
     const out = new Set<number>();
     const walk = (dir: string) => {
         let entries: fs.Dirent[];
@@ -226,15 +316,15 @@ function cgroupPids(name: string): number[] {
         } catch { /* none */ }
         for (const e of entries) if (e.isDirectory()) walk(path.join(dir, e.name));
     };
-    for (const ctl of ["pids", "memory", "cpu", "unified"]) walk(`/sys/fs/cgroup/${ctl}/${CGROUP_PREFIX}${name}`);
+    for (const ctl of ["pids", "memory", "cpu", "unified"]) walk(`/sys/fs/cgroup/${ctl}/${cgroup}`);
     return [...out];
 }
 
-async function removeCgroups(name: string): Promise<void> {
+async function removeCgroups(cgroup: string): Promise<void> {
     let ctls: string[] = [];
     try { ctls = fs.readdirSync("/sys/fs/cgroup"); } catch { return; }
     for (const ctl of ctls) {
-        const dir = `/sys/fs/cgroup/${ctl}/${CGROUP_PREFIX}${name}`;
+        const dir = `/sys/fs/cgroup/${ctl}/${cgroup}`;
         if (fs.existsSync(dir)) await sh(`find '${dir}' -depth -type d -exec rmdir {} \\; 2>/dev/null`);
     }
 }
@@ -248,7 +338,7 @@ const HOST_ENV: NodeJS.ProcessEnv = { PATH: STD_PATH, HOME: "/root", LANG: "C.UT
 async function killAll(pids: number[]): Promise<void> {
     const mine = pids.filter(p => p !== process.pid && alive(p));
     for (const p of mine) { try { process.kill(p, "SIGKILL"); } catch { /* gone */ } }
-    for (let i = 0; i < 50 && mine.some(alive); i++) await sleep(100);
+    for (let i = 0; i < 50 && mine.some(alive); i++) await sleep(100); // poll: until they are gone, 5 s at most
 }
 
 async function teardownHost(h: HostState, log: (s: string) => void): Promise<void> {
@@ -267,7 +357,7 @@ async function teardownHost(h: HostState, log: (s: string) => void): Promise<voi
     const left = [
         ...(mntIno !== undefined ? pidsInNs("mnt", mntIno) : []),
         ...(netIno !== undefined ? pidsInNs("net", netIno) : []),
-        ...cgroupPids(h.name),
+        ...cgroupPids(hostCgroup(h)),
     ];
     if (left.length) {
         log(`${h.name}: killing leftover processes ${[...new Set(left)].join(" ")}`);
@@ -282,39 +372,43 @@ async function teardownHost(h: HostState, log: (s: string) => void): Promise<voi
     }
     if (fs.existsSync(`/run/netns/${h.netns}`)) await run(["ip", "netns", "del", h.netns]);
     if ((await run(["ip", "link", "show", h.veth])).code === 0) await run(["ip", "link", "del", h.veth]);
-    await removeCgroups(h.name);
+    await removeCgroups(hostCgroup(h));
 }
 
-/** Tears down whatever a previous (or this) run left: by state file and by well-known names. */
-async function teardown(state: SimState | undefined, log: (s: string) => void): Promise<void> {
-    const runDir = state?.runDir ?? path.join(SIM_DIR, "run");
+/** Tears down whatever a previous (or this) run left of cluster `c`: by state file and by that cluster's names. */
+async function teardown(c: SimCluster, state: SimState | undefined, log: (s: string) => void): Promise<void> {
+    const runDir = state?.runDir ?? c.runDir;
     const hosts = new Map<string, HostState>();
-    SIM_HOST_NAMES.forEach((n, i) => hosts.set(n, hostDefaults(n, i, runDir)));
+    SIM_HOST_NAMES.forEach((n, i) => hosts.set(n, hostDefaults(c, n, i, runDir)));
     for (const h of state?.hosts ?? []) hosts.set(h.name, h);
     await Promise.all([...hosts.values()].map(h => teardownHost(h, log)));
     await stopPid(state?.registryPid, "docker-registry", 5_000);
     await stopPid(state?.agentPid, "ssh-agent", 2_000);
-    if ((await run(["ip", "link", "show", SIM_BRIDGE])).code === 0) await run(["ip", "link", "del", SIM_BRIDGE]);
-    // firewall exceptions (only added when a policy was not ACCEPT)
+    if ((await run(["ip", "link", "show", c.bridge])).code === 0) await run(["ip", "link", "del", c.bridge]);
+    // firewall exceptions (only added when a policy was not ACCEPT); this cluster's comment exactly
+    const ours = new RegExp(`--comment "?${c.firewallComment}"?( |$)`);
     for (const chain of ["FORWARD", "INPUT"]) {
-        const rules = (await run(["iptables", "-S", chain])).stdout.split("\n").filter(l => l.includes("spark-vllm-sim"));
+        const rules = (await run(["iptables", "-w", "-S", chain])).stdout.split("\n").filter(l => ours.test(l));
         for (const rule of rules) {
-            await run(["iptables", ...rule.replace(/^-A /, "-D ").match(/"[^"]*"|\S+/g)!.map(a => a.replace(/^"|"$/g, ""))]);
+            await run(["iptables", "-w", ...rule.replace(/^-A /, "-D ").match(/"[^"]*"|\S+/g)!.map(a => a.replace(/^"|"$/g, ""))]);
         }
     }
-    if (isMountpoint(NS_DIR)) {
-        const r = await run(["umount", NS_DIR]);
-        if (r.code !== 0) await run(["umount", "-l", NS_DIR]);
+    if (isMountpoint(nsDir(c))) {
+        const r = await run(["umount", nsDir(c)]);
+        if (r.code !== 0) await run(["umount", "-l", nsDir(c)]);
     }
     // remove the run dir only once nothing is mounted below it
     const busy = mounts().filter(m => m === runDir || m.startsWith(runDir + "/"));
     for (const m of busy.sort((a, b) => b.length - a.length)) await run(["umount", "-l", m]);
-    if (runDir === path.join(SIM_DIR, "run") || (path.basename(runDir) === "run" && path.basename(path.dirname(runDir)) === ".sim")) {
+    const expected = c.id === 0
+        ? runDir === c.runDir || (path.basename(runDir) === "run" && path.basename(path.dirname(runDir)) === ".sim")
+        : runDir === c.runDir || (path.basename(runDir) === String(c.id) && path.basename(path.dirname(runDir)) === "clusters");
+    if (expected) {
         fs.rmSync(runDir, { recursive: true, force: true });
     } else {
         log(`not deleting unexpected run dir ${runDir}`);
     }
-    fs.rmSync(SIM_STATE_DIR, { recursive: true, force: true });
+    fs.rmSync(c.stateDir, { recursive: true, force: true });
 }
 
 function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
@@ -411,10 +505,10 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
     for (const m of opts.models) writeModel(path.join(r, "home/.cache/huggingface"), m);
 }
 
-async function createNamespaces(h: HostState): Promise<void> {
+async function createNamespaces(c: SimCluster, h: HostState): Promise<void> {
     await must(["ip", "netns", "add", h.netns]);
     await must(["ip", "link", "add", h.veth, "type", "veth", "peer", "name", SIM_FABRIC_INTERFACE, "netns", h.netns]);
-    await must(["ip", "link", "set", h.veth, "master", SIM_BRIDGE, "up"]);
+    await must(["ip", "link", "set", h.veth, "master", c.bridge, "up"]);
     await must(["ip", "-n", h.netns, "addr", "add", `${h.address}/24`, "dev", SIM_FABRIC_INTERFACE]);
     await must(["ip", "-n", h.netns, "link", "set", SIM_FABRIC_INTERFACE, "up"]);
     await must(["ip", "-n", h.netns, "link", "set", "lo", "up"]);
@@ -423,8 +517,8 @@ async function createNamespaces(h: HostState): Promise<void> {
     const r = h.root;
     const setup = `
 set -e
-# drop inherited references to other namespaces
-umount -l '${NS_DIR}' 2>/dev/null || true
+# drop inherited references to other namespaces (every cluster's, so none keeps another's alive)
+for m in $(awk '$2 ~ "^(${SIM_STATE_DIR}|${CLUSTERS_STATE_DIR})/" {print $2}' /proc/self/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
 umount -l /run/netns 2>/dev/null || true
 # /dev: an overlay that adds infiniband/uverbs0 without touching the machine's /dev
 mount --rbind /dev '${r}/dev/orig'
@@ -445,7 +539,7 @@ hostname '${h.name}'
     await must(["unshare", `--mount=${h.mntFile}`, `--uts=${h.utsFile}`, "--propagation", "private", "/bin/bash", "-c", setup]);
 }
 
-function dockerdArgs(h: HostState, driver: string): string[] {
+function dockerdArgs(c: SimCluster, h: HostState, driver: string): string[] {
     return [
         "/usr/sbin/dockerd",
         "--data-root", path.join(h.root, "docker"),
@@ -455,15 +549,15 @@ function dockerdArgs(h: HostState, driver: string): string[] {
         "--config-file", path.join(h.root, "etc/daemon.json"),
         "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false",
         "--storage-driver", driver,
-        "--insecure-registry", SIM_REGISTRY,
+        "--insecure-registry", c.registry,
         "--add-runtime", "nvidia=/usr/local/sbin/nvidia-container-runtime",
-        "--cgroup-parent", `/${CGROUP_PREFIX}${h.name}`,
+        "--cgroup-parent", `/${hostCgroup(h)}`,
     ];
 }
 
-async function startDockerd(h: HostState, driver: string): Promise<number> {
+async function startDockerd(c: SimCluster, h: HostState, driver: string): Promise<number> {
     const logFile = path.join(h.root, "log/dockerd.log");
-    const pid = spawnDaemon([...nsenterArgs(h), ...dockerdArgs(h, driver)], logFile, HOST_ENV);
+    const pid = spawnDaemon([...nsenterArgs(h), ...dockerdArgs(c, h, driver)], logFile, HOST_ENV);
     const until = Date.now() + 30_000;
     for (;;) {
         const r = await run([...nsenterArgs(h), "docker", "-H", "unix:///run/docker.sock", "info", "--format", "{{.Driver}}"],
@@ -477,7 +571,7 @@ async function startDockerd(h: HostState, driver: string): Promise<number> {
             await stopPid(pid, "dockerd", 5_000);
             throw new Error(`${h.name}: dockerd (${driver}) did not answer within 30 s; log ${logFile}`);
         }
-        await sleep(150);
+        await sleep(150); // poll interval of this wait for the daemon
     }
 }
 
@@ -486,16 +580,16 @@ function hostPublicKey(h: HostState): string {
     return fs.readFileSync(path.join(h.root, "etc/ssh_host_ed25519_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ");
 }
 
-function writeSshClientFiles(runDir: string, hosts: HostState[]): { config: string; key: string; knownHosts: string; clientBin: string } {
+function writeSshClientFiles(c: SimCluster, runDir: string, hosts: HostState[]): { config: string; key: string; knownHosts: string; clientBin: string } {
     const key = path.join(runDir, "id_ed25519");
     const config = path.join(runDir, "ssh_config");
     const knownHosts = path.join(runDir, "known_hosts");
     const clientBin = path.join(runDir, "client-bin");
     fs.mkdirSync(clientBin, { recursive: true });
-    const lines: string[] = ["# spark-vllm sim: ssh client config (use: ssh -F <this file> root@198.18.0.2)"];
+    const lines: string[] = [`# spark-vllm sim: ssh client config (use: ssh -F <this file> root@${hosts[0].address})`];
     for (const h of hosts) lines.push(`Host ${h.name}`, `  HostName ${h.address}`);
     lines.push(
-        `Host ${hosts.map(h => h.name).join(" ")} 198.18.0.*`,
+        `Host ${hosts.map(h => h.name).join(" ")} ${c.subnetPrefix}.*`,
         "  User root",
         `  IdentityFile ${key}`,
         "  IdentitiesOnly yes",
@@ -518,18 +612,18 @@ function writeSshClientFiles(runDir: string, hosts: HostState[]): { config: stri
     return { config, key, knownHosts, clientBin };
 }
 
-async function addFirewallExceptions(): Promise<void> {
-    if ((await run(["iptables", "-S"])).code !== 0) return;
-    const pol = (chain: string) => run(["iptables", "-S", chain]).then(r => /^-P \S+ (\S+)/m.exec(r.stdout)?.[1]);
+async function addFirewallExceptions(c: SimCluster): Promise<void> {
+    if ((await run(["iptables", "-w", "-S"])).code !== 0) return;
+    const pol = (chain: string) => run(["iptables", "-w", "-S", chain]).then(r => /^-P \S+ (\S+)/m.exec(r.stdout)?.[1]);
     if ((await pol("FORWARD")) !== "ACCEPT") {
-        await must(["iptables", "-I", "FORWARD", "-i", SIM_BRIDGE, "-o", SIM_BRIDGE, "-j", "ACCEPT", "-m", "comment", "--comment", "spark-vllm-sim"]);
+        await must(["iptables", "-w", "-I", "FORWARD", "-i", c.bridge, "-o", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
     }
     if ((await pol("INPUT")) !== "ACCEPT") {
-        await must(["iptables", "-I", "INPUT", "-i", SIM_BRIDGE, "-j", "ACCEPT", "-m", "comment", "--comment", "spark-vllm-sim"]);
+        await must(["iptables", "-w", "-I", "INPUT", "-i", c.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", c.firewallComment]);
     }
 }
 
-async function startRegistry(runDir: string, storage: string): Promise<number> {
+async function startRegistry(c: SimCluster, runDir: string, storage: string): Promise<number> {
     const cfg = path.join(runDir, "registry.yml");
     fs.mkdirSync(storage, { recursive: true });
     fs.writeFileSync(cfg, [
@@ -542,14 +636,14 @@ async function startRegistry(runDir: string, storage: string): Promise<number> {
         "  delete:",
         "    enabled: true",
         "http:",
-        `  addr: ${SIM_REGISTRY}`,
+        `  addr: ${c.registry}`,
         "  secret: spark-vllm-sim",
         "",
     ].join("\n"));
     const pid = spawnDaemon(["/usr/bin/docker-registry", "serve", cfg], path.join(runDir, "registry.log"), { PATH: STD_PATH });
-    await waitFor("docker-registry on " + SIM_REGISTRY, async () => {
+    await waitFor("docker-registry on " + c.registry, async () => {
         if (!alive(pid)) throw new Error(`docker-registry exited; see ${path.join(runDir, "registry.log")}`);
-        return tcpOpen(SIM_BRIDGE_ADDRESS, 5000);
+        return tcpOpen(c.bridgeAddress, 5000);
     }, 15_000, 100);
     return pid;
 }
@@ -570,22 +664,25 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     let mark = t0;
     const phase = (name: string) => { const now = Date.now(); timings[name] = now - mark; mark = now; log(`${name}: ${timings[name]} ms`); };
 
-    const old = readState();
-    if (old && old.ownerPid && old.ownerPid !== process.pid && alive(old.ownerPid) && !options.force) {
+    const ownerPid = options.ownerPid ?? process.pid;
+    const c = options.cluster === "auto" ? await claimCluster(ownerPid) : simCluster(options.cluster ?? 0);
+    const old = readState(c);
+    if (old && old.ownerPid && old.ownerPid !== process.pid && old.ownerPid !== ownerPid && alive(old.ownerPid) && !options.force) {
         throw new Error(`a sim is already running (owner pid ${old.ownerPid}: ${cmdline(old.ownerPid).slice(0, 120)}); ` +
             `stop it or pass force: true`);
     }
-    await teardown(old, log);
+    await teardown(c, old, log);
     phase("cleanup");
 
-    const runDir = path.join(SIM_DIR, "run");
+    const runDir = c.runDir;
     fs.mkdirSync(runDir, { recursive: true });
-    fs.mkdirSync(NS_DIR, { recursive: true });
-    const hostStates = SIM_HOST_NAMES.slice(0, n).map((name, i) => hostDefaults(name, i, runDir));
-    const state: SimState = { version: 1, ownerPid: options.ownerPid ?? process.pid, runDir, hosts: hostStates };
-    writeState(state);
+    fs.mkdirSync(nsDir(c), { recursive: true });
+    const hostStates = SIM_HOST_NAMES.slice(0, n).map((name, i) => hostDefaults(c, name, i, runDir));
+    const state: SimState = { version: 1, cluster: c.id, ownerPid, runDir, hosts: hostStates };
+    writeState(c, state);
 
     let stopped = false;
+    let releaseImageLock: (() => Promise<void>) | undefined;
     const stop = async () => {
         if (stopped) return;
         stopped = true;
@@ -594,7 +691,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             process.removeListener("SIGTERM", signalTeardown);
             signalTeardown = undefined;
         }
-        await teardown(readState() ?? state, log);
+        await releaseImageLock?.();
+        await teardown(c, readState(c) ?? state, log);
     };
     if (options.handleSignals !== false) {
         signalTeardown = () => { void stop().finally(() => process.exit(130)); };
@@ -604,22 +702,28 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
     try {
         // network: bridge + namespace dir that can hold persistent mount namespaces
-        await must(["ip", "link", "add", SIM_BRIDGE, "type", "bridge"]);
-        await must(["ip", "addr", "add", `${SIM_BRIDGE_ADDRESS}/24`, "dev", SIM_BRIDGE]);
-        await must(["ip", "link", "set", SIM_BRIDGE, "up"]);
-        await addFirewallExceptions();
-        await must(["mount", "--bind", NS_DIR, NS_DIR]);
-        await must(["mount", "--make-private", NS_DIR]);
+        await must(["ip", "link", "add", c.bridge, "type", "bridge"]);
+        await must(["ip", "addr", "add", `${c.bridgeAddress}/24`, "dev", c.bridge]);
+        await must(["ip", "link", "set", c.bridge, "up"]);
+        await addFirewallExceptions(c);
+        await must(["mount", "--bind", nsDir(c), nsDir(c)]);
+        await must(["mount", "--make-private", nsDir(c)]);
 
         // registry: cached storage keyed by every image input, or a fresh one to build into
         const cacheDir = SIM_CACHE_DIR;
         const regDir = path.join(cacheDir, `registry-${registryKey(imageDir, releases)}`);
         const imagesFile = path.join(regDir, "images.json");
         const proxyFile = path.join(regDir, "proxy-image.json");
-        const cached = fs.existsSync(imagesFile) && fs.existsSync(proxyFile);
-        if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
-        state.registryPid = await startRegistry(runDir, path.join(regDir, "data"));
-        writeState(state);
+        const isCached = () => fs.existsSync(imagesFile) && fs.existsSync(proxyFile);
+        let cached = isCached();
+        if (!cached) {
+            // One cluster builds; the others wait here for the lock and then find the cache (built once per run).
+            releaseImageLock = await holdLock(path.join(cacheDir, "build.lock"), 30 * 60_000);
+            cached = isCached();
+            if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
+        }
+        state.registryPid = await startRegistry(c, runDir, path.join(regDir, "data"));
+        writeState(c, state);
         phase("registry");
 
         // client key + host dirs
@@ -629,27 +733,27 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const gpuMemoryGiB = options.gpuMemoryGiB === undefined ? 119.7 : options.gpuMemoryGiB;
         const driver = options.driver ?? "580.95.05";
         await Promise.all(hostStates.map(h => prepareHostDirs(h, hostStates, { driver, gpuMemoryGiB, models }, pub)));
-        const client = writeSshClientFiles(runDir, hostStates);
+        const client = writeSshClientFiles(c, runDir, hostStates);
         phase("files");
 
         // namespaces, sshd, dockerd
         const storageDrivers = new Map<string, string>();
         await Promise.all(hostStates.map(async h => {
-            await createNamespaces(h);
+            await createNamespaces(c, h);
             h.sshdPid = spawnDaemon([...nsenterArgs(h), "/usr/sbin/sshd", "-D", "-e", "-f", path.join(h.root, "etc/sshd_config")],
                 path.join(h.root, "log/sshd.log"), HOST_ENV);
-            writeState(state);
+            writeState(c, state);
             let drv = options.storageDriver ?? "overlay2";
             try {
-                h.dockerdPid = await startDockerd(h, drv);
+                h.dockerdPid = await startDockerd(c, h, drv);
             } catch (e) {
                 if (options.storageDriver || drv !== "overlay2") throw e;
                 log(`${h.name}: overlay2 failed, falling back to vfs: ${(e as Error).message}`);
                 drv = "vfs";
-                h.dockerdPid = await startDockerd(h, drv);
+                h.dockerdPid = await startDockerd(c, h, drv);
             }
             storageDrivers.set(h.name, drv);
-            writeState(state);
+            writeState(c, state);
             await waitFor(`${h.name} sshd`, async () => {
                 if (!alive(h.sshdPid)) throw new Error(`${h.name}: sshd exited; see ${path.join(h.root, "log/sshd.log")}`);
                 return tcpOpen(h.address, 22);
@@ -658,10 +762,10 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         phase("hosts");
 
         // ssh-agent for clients that use one (remote.Command without privateKey)
-        const agentSock = path.join(SIM_STATE_DIR, "agent.sock");
+        const agentSock = path.join(c.stateDir, "agent.sock");
         fs.rmSync(agentSock, { force: true });
         state.agentPid = spawnDaemon(["/usr/bin/ssh-agent", "-D", "-a", agentSock], path.join(runDir, "ssh-agent.log"), { PATH: STD_PATH });
-        writeState(state);
+        writeState(c, state);
         await waitFor("ssh-agent socket", async () => fs.existsSync(agentSock), 5_000, 50);
         await must(["ssh-add", "-q", key], { env: { PATH: STD_PATH, SSH_AUTH_SOCK: agentSock } });
 
@@ -688,13 +792,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         let images: Record<string, string>;
         let proxyImage: string;
         if (cached) {
-            images = JSON.parse(fs.readFileSync(imagesFile, "utf8"));
-            proxyImage = JSON.parse(fs.readFileSync(proxyFile, "utf8")).image;
+            // The cache holds the refs of whichever cluster built it; the digests are the same from any registry on
+            // that storage, so only the registry part becomes this cluster's.
+            const here = (ref: string) => ref.replace(/^[^/]+\//, `${c.registry}/`);
+            images = Object.fromEntries(Object.entries(JSON.parse(fs.readFileSync(imagesFile, "utf8")) as Record<string, string>).map(([t, r]) => [t, here(r)]));
+            proxyImage = here(JSON.parse(fs.readFileSync(proxyFile, "utf8")).image);
         } else {
             const builder = hostStates[0];
             const ctx = {
                 docker: (args: string[], input?: string) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
-                registry: SIM_REGISTRY,
+                registry: c.registry,
                 imageDir,
                 releases,
                 cacheDir,
@@ -707,6 +814,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             fs.writeFileSync(proxyFile, JSON.stringify({ image: proxyImage }, null, 2));
             await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
         }
+        await releaseImageLock?.();
+        releaseImageLock = undefined;
         phase("images");
         timings.total = Date.now() - t0;
 
@@ -732,8 +841,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const stateOf = (name: string) => hostStates.find(x => x.name === byName(name).name)!;
 
         const sim: Sim = {
+            cluster: c,
             hosts,
-            registry: SIM_REGISTRY,
+            registry: c.registry,
             images,
             proxyImage,
             sshConfigFile: client.config,
@@ -759,7 +869,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
                 if (down) {
                     // forget its MAC everywhere, so peers get "No route to host" after ARP fails
                     // (about 3 s) instead of a TCP timeout, like a host that is powered off
-                    await run(["ip", "neigh", "flush", "to", h.address, "dev", SIM_BRIDGE]);
+                    await run(["ip", "neigh", "flush", "to", h.address, "dev", c.bridge]);
                     for (const o of hostStates) {
                         if (o.name !== h.name) await run(["ip", "-n", o.netns, "neigh", "flush", "to", h.address, "dev", SIM_FABRIC_INTERFACE]);
                     }
@@ -767,7 +877,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
                 if (!down) await waitFor(`${h.name} reachable`, () => tcpOpen(h.address, 22, 500), 10_000, 100);
             },
             async reboot(host, o = {}) {
-                await rebootSimHost(byName(host).name, { ...o, log });
+                await rebootSimHost(byName(host).name, { ...o, log, cluster: c.id });
             },
             exec: (host, cmd, o = {}) => run([...nsenterArgs(stateOf(host)), "/bin/bash", "-c", cmd],
                 { env: { ...HOST_ENV, ...(o.env ?? {}) }, input: o.input, timeoutMs: o.timeoutMs }),
@@ -796,17 +906,20 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
 }
 
-/** Tears down a sim left by an earlier process (the CLI's `down`, or after a crash). */
-export async function stopSim(log: (s: string) => void = () => undefined): Promise<void> {
-    await teardown(readState(), log);
+/** Tears down a sim left by an earlier process (the CLI's `down`, or after a crash); default cluster 0. */
+export async function stopSim(log: (s: string) => void = () => undefined, cluster = 0): Promise<void> {
+    const c = simCluster(cluster);
+    await teardown(c, readState(c), log);
 }
 
-/** What is up right now (for the CLI's `status`). */
-export async function simStatus(): Promise<{ state?: SimState; netns: string[]; bridge: boolean; mounts: string[] }> {
-    const netns = (await run(["ip", "netns", "list"])).stdout.split("\n").map(l => l.split(" ")[0]).filter(x => x.startsWith("sv-"));
-    const bridge = (await run(["ip", "link", "show", SIM_BRIDGE])).code === 0;
-    const m = mounts().filter(x => x.startsWith(SIM_STATE_DIR) || x.startsWith(path.join(SIM_DIR, "run")));
-    return { state: readState(), netns, bridge, mounts: m };
+/** What of one cluster (default 0) is up right now (for the CLI's `status`, and the checks that nothing is left). */
+export async function simStatus(cluster = 0): Promise<{ state?: SimState; netns: string[]; bridge: boolean; mounts: string[] }> {
+    const c = simCluster(cluster);
+    const netns = (await run(["ip", "netns", "list"])).stdout.split("\n").map(l => l.split(" ")[0]).filter(x => x.startsWith(c.netnsPrefix));
+    const bridge = (await run(["ip", "link", "show", c.bridge])).code === 0;
+    const under = (dir: string) => (x: string) => x === dir || x.startsWith(dir + "/");
+    const m = mounts().filter(x => under(c.stateDir)(x) || under(c.runDir)(x));
+    return { state: readState(c), netns, bridge, mounts: m };
 }
 
 /**
@@ -817,9 +930,10 @@ export async function simStatus(): Promise<{ state?: SimState; netns: string[]; 
  * again with the same arguments (storage driver as before), as systemd starts them at boot. Works on a sim another
  * process started (state file).
  */
-export async function rebootSimHost(name: string, opts: { downSeconds?: number; log?: (s: string) => void } = {}): Promise<void> {
+export async function rebootSimHost(name: string, opts: { downSeconds?: number; log?: (s: string) => void; cluster?: number } = {}): Promise<void> {
     const log = opts.log ?? (() => undefined);
-    const state = readState();
+    const c = simCluster(opts.cluster ?? 0);
+    const state = readState(c);
     const h = state?.hosts.find(x => x.name === name);
     if (!state || !h) throw new Error(`no running sim host ${name}`);
     const driver = /(?:^|\0)--storage-driver\0([^\0]+)/.exec(fs.existsSync(`/proc/${h.dockerdPid}/cmdline`) ? fs.readFileSync(`/proc/${h.dockerdPid}/cmdline`, "utf8") : "")?.[1] ?? "overlay2";
@@ -828,7 +942,7 @@ export async function rebootSimHost(name: string, opts: { downSeconds?: number; 
     const pids = [...new Set([
         ...(mntIno !== undefined ? pidsInNs("mnt", mntIno) : []),
         ...(netIno !== undefined ? pidsInNs("net", netIno) : []),
-        ...cgroupPids(h.name),
+        ...cgroupPids(hostCgroup(h)),
     ])];
     log(`${name}: power off (${pids.length} processes)`);
     await must(["ip", "link", "set", h.veth, "down"]);
@@ -839,13 +953,14 @@ export async function rebootSimHost(name: string, opts: { downSeconds?: number; 
     ].join("\n");
     const r = await run([...nsenterArgs(h), "/bin/bash", "-c", clear], { env: HOST_ENV, timeoutMs: 60_000 });
     if (r.code !== 0) throw new Error(`${name}: emptying /run: ${r.stderr.trim()}`);
+    // Powered off: the down time is what the reboot is about (peers see the host gone); 2 s, a reboot's shortest.
     await sleep((opts.downSeconds ?? 2) * 1000);
     log(`${name}: power on`);
     await must(["ip", "link", "set", h.veth, "up"]);
     h.sshdPid = spawnDaemon([...nsenterArgs(h), "/usr/sbin/sshd", "-D", "-e", "-f", path.join(h.root, "etc/sshd_config")],
         path.join(h.root, "log/sshd.log"), HOST_ENV);
-    h.dockerdPid = await startDockerd(h, driver);
-    writeState(state);
+    h.dockerdPid = await startDockerd(c, h, driver);
+    writeState(c, state);
     await waitFor(`${name} sshd`, async () => {
         if (!alive(h.sshdPid)) throw new Error(`${name}: sshd exited; see ${path.join(h.root, "log/sshd.log")}`);
         return tcpOpen(h.address, 22);

@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { QWEN35_122B_FP8, SIM_FABRIC_INTERFACE, SIM_MEMLOCK_BYTES, SIM_STATE_DIR, Sim, simStatus, startSim } from "./hosts";
+import { QWEN35_122B_FP8, SIM_FABRIC_INTERFACE, SIM_MEMLOCK_BYTES, Sim, simCluster, simStatus, startSim } from "./hosts";
 import { alive, run } from "./util";
 
 const isRoot = process.getuid?.() === 0;
@@ -26,24 +26,27 @@ describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout
     let pids: number[] = [];
 
     before(async () => {
-        sim = await startSim({ hosts: 2, imageDir: imageDirForTest() });
+        // A cluster of its own, like every end-to-end file, so it runs beside them (and beside the demo's cluster 0).
+        sim = await startSim({ hosts: 2, imageDir: imageDirForTest(), cluster: "auto" });
         pids = sim.hosts.flatMap(h => [h.pids.sshd, h.pids.dockerd]);
         process.stderr.write(`# sim bring-up (ms): ${JSON.stringify(sim.timings)}\n`);
     });
 
     after(async () => {
         if (!sim) return;
+        const c = sim.cluster;
         await sim.stop();
         // nothing of the sim is left
-        const st = await simStatus();
+        const st = await simStatus(c.id);
         assert.deepEqual(st.netns, []);
         assert.equal(st.bridge, false);
         assert.deepEqual(st.mounts, []);
-        assert.equal(fs.existsSync(SIM_STATE_DIR), false);
+        assert.equal(fs.existsSync(c.stateDir), false);
+        assert.equal(fs.existsSync(c.runDir), false);
         for (const p of pids) assert.equal(alive(p), false, `pid ${p} still alive`);
         const procs = (await run(["ps", "-eo", "args"])).stdout;
-        assert.doesNotMatch(procs, /dockerd --data-root \S*\.sim\/run/);
-        assert.doesNotMatch(procs, /sshd -D -e -f \S*\.sim\/run/);
+        assert.ok(!procs.includes(`dockerd --data-root ${c.runDir}/`), procs);
+        assert.ok(!procs.includes(`sshd -D -e -f ${c.runDir}/`), procs);
     });
 
     it("ssh with key auth reaches each host as root, with its own hostname and fabric netdev", async () => {
@@ -90,8 +93,9 @@ describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout
 
     it("every host pulls the image by digest and reports the same RepoDigest", async () => {
         const ref = sim.images["0.17.1"];
-        assert.match(ref, /^198\.18\.0\.1:5000\/vllm-sim@sha256:[0-9a-f]{64}$/);
-        assert.match(sim.images["0.14.0"], /^198\.18\.0\.1:5000\/vllm-sim@sha256:[0-9a-f]{64}$/);
+        const registry = sim.cluster.registry.replace(/\./g, "\\.");
+        assert.match(ref, new RegExp(`^${registry}/vllm-sim@sha256:[0-9a-f]{64}$`));
+        assert.match(sim.images["0.14.0"], new RegExp(`^${registry}/vllm-sim@sha256:[0-9a-f]{64}$`));
         const digests: string[] = [];
         for (const h of sim.hosts) {
             const before = await sim.docker(h.name, ["image", "inspect", ref]);
@@ -166,5 +170,43 @@ describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout
         await sim.setHostDown(h.name, false);
         const up = await sim.ssh(h.name, "echo back", { timeoutMs: 30_000 });
         assert.equal(up.stdout.trim(), "back", up.stderr);
+    });
+
+    it("a second cluster runs beside it with its own names, and its teardown leaves this one untouched", async () => {
+        const other = await startSim({ hosts: 2, cluster: "auto" });
+        let stopped = false;
+        try {
+            const [c, o] = [sim.cluster, other.cluster];
+            assert.notEqual(o.id, c.id);
+            for (const k of ["bridge", "bridgeAddress", "registry", "stateDir", "runDir", "netnsPrefix", "cgroupPrefix", "firewallComment"] as const) {
+                assert.notEqual(o[k], c[k], k);
+                assert.ok(!o[k].startsWith(c[k]) && !c[k].startsWith(o[k]), `${k}: ${o[k]} vs ${c[k]}: one a prefix of the other`);
+            }
+            assert.ok(other.hosts.every(h => h.address.startsWith(`${o.subnetPrefix}.`)));
+            // the same host names answer, each from its own cluster's daemon
+            const here = await sim.ssh("spark-a", "hostname -I");
+            const there = await other.ssh("spark-a", "hostname -I");
+            assert.equal(here.stdout.trim(), sim.host("spark-a").address);
+            assert.equal(there.stdout.trim(), other.host("spark-a").address);
+            // the other cluster's hosts are not on this one's bridge
+            const cross = await sim.exec("spark-a", `timeout 3 bash -c 'exec 3<>/dev/tcp/${other.host("spark-b").address}/22' 2>&1; echo $?`);
+            assert.notEqual(cross.stdout.trim().split("\n").pop(), "0");
+            await other.stop();
+            stopped = true;
+            assert.deepEqual((await simStatus(o.id)).netns, []);
+            assert.equal(fs.existsSync(o.stateDir), false);
+            assert.equal((await sim.ssh("spark-b", "echo still-here")).stdout.trim(), "still-here");
+            assert.deepEqual((await simStatus(c.id)).netns.sort(), sim.hosts.map(h => h.netns).sort());
+        } finally {
+            if (!stopped) await other.stop();
+        }
+    });
+
+    it("cluster names: 0 is the default (svbr0, 198.18.0.0/24); N has its own /24 inside 198.18.0.0/15", () => {
+        assert.deepEqual([simCluster(0).bridge, simCluster(0).registry, simCluster(0).netnsPrefix], ["svbr0", "198.18.0.1:5000", "sv-"]);
+        const c = simCluster(7);
+        assert.deepEqual([c.bridge, c.registry, c.netnsPrefix, c.subnetPrefix], ["svbr7", "198.18.7.1:5000", "sv7-", "198.18.7"]);
+        assert.ok(`${c.netnsPrefix}spark-d`.length <= 15 && `${simCluster(200).netnsPrefix}spark-d`.length <= 15, "veth names fit IFNAMSIZ");
+        assert.throws(() => simCluster(201), /cluster must be 0\.\.200/);
     });
 });

@@ -1,6 +1,7 @@
 // Small process helpers for the simulated hosts (root-only test bed).
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as path from "node:path";
 
 export interface RunResult { code: number; stdout: string; stderr: string }
 
@@ -125,4 +126,31 @@ export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutM
         if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
         await sleep(everyMs);
     }
+}
+
+/**
+ * Takes an exclusive flock(1) on `file` (created if missing) and returns its release. The lock is held by a child
+ * `flock` process for as long as its stdin is open, so the kernel releases it when this process dies, however it dies:
+ * a crashed run never leaves a stale lock behind.
+ */
+export function holdLock(file: string, timeoutMs: number): Promise<() => Promise<void>> {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    return new Promise((resolve, reject) => {
+        const child = spawn("flock", ["--exclusive", "--timeout", String(Math.ceil(timeoutMs / 1000)), file,
+            "/bin/sh", "-c", "echo locked; exec cat >/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+        let out = "";
+        let err = "";
+        let held = false;
+        const exited = new Promise<void>(r => child.once("close", () => r()));
+        child.stderr.on("data", d => { err += d; });
+        child.stdout.on("data", d => {
+            out += d;
+            if (!held && out.includes("locked\n")) {
+                held = true;
+                resolve(async () => { child.stdin.end(); await exited; });
+            }
+        });
+        child.once("error", reject);
+        child.once("close", code => { if (!held) reject(new Error(`could not lock ${file} within ${timeoutMs} ms (flock exit ${code}) ${err.trim()}`)); });
+    });
 }

@@ -7,6 +7,7 @@ import { exec } from "../../tests/engine/operations";
 test("exec's onLine: whole lines as they come from stdout and stderr, split across chunks, the last one flushed", async () => {
     const seen: Array<[string, number]> = [];
     const t0 = Date.now();
+    // The sleeps are the subject: output in pieces with gaps, so a line is seen to arrive before the command goes on.
     const r = await exec(["bash", "-c", "printf 'one\\ntw'; sleep 0.5; printf 'o\\n'; echo err >&2; sleep 0.3; printf 'tail'"], {
         onLine: line => seen.push([line, Date.now() - t0]),
     });

@@ -61,7 +61,7 @@ describe("parallelism as the CLI caps it", () => {
         let now = 0, most = 0;
         await Promise.all(Array.from({ length: 7 }, () => w.run(async () => {
             most = Math.max(most, ++now);
-            await new Promise(r => setTimeout(r, 5));
+            await new Promise(r => setTimeout(r, 5)); // each step stays busy a moment, so steps overlap if the cap lets them
             now--;
         })));
         assert.equal(most, 2);

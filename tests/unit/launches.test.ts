@@ -80,7 +80,7 @@ test("mp: every host's vllm serve is recorded; headless workers are proven by ru
     assert.equal(worker.provenAfterSeconds, 60);
 });
 
-test("records, lock and API key file behave in bash as the supervisor reads them", () => {
+test("records, lock and API key file behave in bash as the supervisor reads them", async () => {
     const dir = tmp();
     const rec: LaunchRecord = { name: "vllm", argv: ["vllm", "serve", "it's quoted"], log: "/x/log", pidFile: "/x/pid" };
     fs.writeFileSync(path.join(dir, "vllm.proven"), "old\n");
@@ -90,9 +90,14 @@ test("records, lock and API key file behave in bash as the supervisor reads them
     assert.ok(!fs.existsSync(path.join(dir, "vllm.proven")), "a new launch is not proven by the old one");
     assert.equal((fs.statSync(dir).mode & 0o777).toString(8), "700");
     // While one holder has the lock, another cannot take it.
+    // The holder keeps the lock until it is killed below (its sleep only outlasts the test).
     const holder = spawn("bash", ["-c", script([...lockRecords(dir), "echo locked", "sleep 30"])], { stdio: ["ignore", "pipe", "ignore"] });
     try {
-        spawnSync("bash", ["-c", "sleep 0.5"]);
+        await new Promise<void>((resolve, reject) => {
+            let out = "";
+            holder.stdout!.on("data", d => { out += d; if (out.includes("locked")) resolve(); });
+            holder.once("exit", code => reject(new Error(`the lock holder exited (${code}) before it took the lock`)));
+        });
         const other = bash(`exec 9>>${dir}/.lock; flock -n 9`);
         assert.notEqual(other.status, 0, "the lock is held");
     } finally {

@@ -29,6 +29,10 @@ TOKENS_PER_GIB = 13054  # KV tokens per GiB (Qwen3.5-122B-ish, FP8 KV off)
 
 STOP = threading.Event()
 GIB = 1024 ** 3
+# Model load and torch.compile times when neither a fault nor release.json sets them: short, so the suite does not wait
+# through them; the tests about loading and compiling set `load_seconds` / `compile_seconds` themselves.
+DEFAULT_LOAD_SECONDS = 0.5
+DEFAULT_COMPILE_SECONDS = 0.3
 
 
 
@@ -892,7 +896,7 @@ class Server:
         d = os.path.join(sc.vllm_cache_root(), "torch_compile_cache", key, "rank_%d_0" % rank, "backbone")
         marker = os.path.join(d, "vllm_compile_cache.py")
         disabled = os.environ.get("VLLM_DISABLE_COMPILE_CACHE", "0") not in ("0", "")
-        compile_s = float(self.faults.get("compile_seconds", self.rel.get("compile_seconds", 1.5)))
+        compile_s = float(self.faults.get("compile_seconds", self.rel.get("compile_seconds", DEFAULT_COMPILE_SECONDS)))
         t0 = time.time()
         w.info("backends.py:643", "Using cache directory: %s for vLLM's torch.compile" % d)
         self.sleep(0.2)
@@ -1074,7 +1078,7 @@ class Server:
         self.first_kernel(self.worker_failed)
         for w in logs:
             w.info("gpu_model_runner.py:3338", "Starting to load model %s..." % self.model)
-        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", 3)))
+        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", DEFAULT_LOAD_SECONDS)))
         t0 = time.time()
         self.sleep(load_s)
         logs[0].info("default_loader.py:314", "Loading weights took %.2f seconds" % (time.time() - t0))
@@ -1148,7 +1152,7 @@ class Server:
         self.first_kernel(self.engine_failed)
         for w in workers:
             w.info("gpu_model_runner.py:3338", "Starting to load model %s..." % self.model)
-        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", 3)))
+        load_s = float(self.faults.get("load_seconds", self.rel.get("load_seconds", DEFAULT_LOAD_SECONDS)))
         shards = max(2, int(self.faults.get("shards", 4)))
         tload = time.time()
         steps = max(1, int(load_s))
