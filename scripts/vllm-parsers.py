@@ -54,6 +54,22 @@ os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 
 import vllm  # noqa: E402
+
+
+def use_cpu_platform_without_gpu():
+    """Without a GPU the CUDA wheel's platform is "unspecified" and building the parser fails ("Failed to infer
+    device type", vllm/config/device.py). vLLM's own CLI does this for `vllm bench` (vllm/entrypoints/cli/main.py:
+    "use CPU instead of UnspecifiedPlatform by default"): the flags and their checks are the same; only
+    platform-dependent defaults differ, which the argvs here never rely on.
+    Done before the modules that bind `current_platform` at import are imported. UnspecifiedPlatform's device_type
+    is "" (vllm/platforms/interface.py); 0.10 has no is_unspecified()."""
+    from vllm import platforms
+    if not platforms.current_platform.device_type:
+        from vllm.platforms.cpu import CpuPlatform
+        platforms.current_platform = platforms._current_platform = CpuPlatform()
+
+
+use_cpu_platform_without_gpu()
 from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: E402
 from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args  # noqa: E402
 
@@ -63,19 +79,7 @@ except ImportError:
     from vllm.utils import FlexibleArgumentParser
 
 
-def use_cpu_platform_without_gpu():
-    """Without a GPU the CUDA wheel's platform is "unspecified" and building the parser fails ("Failed to infer
-    device type", vllm/config/device.py). vLLM's own CLI does this for `vllm bench` (vllm/entrypoints/cli/main.py:
-    "use CPU instead of UnspecifiedPlatform by default"): the flags and their checks are the same; only
-    platform-dependent defaults differ, which the argvs here never rely on."""
-    from vllm import platforms
-    if platforms.current_platform.is_unspecified():
-        from vllm.platforms.cpu import CpuPlatform
-        platforms.current_platform = CpuPlatform()
-
-
 def build_parser():
-    use_cpu_platform_without_gpu()
     parser = FlexibleArgumentParser(prog="vllm", description="vLLM CLI")
     subparsers = parser.add_subparsers(required=False, dest="subparser")
     serve = subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]")
