@@ -260,7 +260,8 @@ async function claimCluster(ownerPid: number): Promise<SimCluster> {
             const c = simCluster(id);
             const old = readState(c);
             if (old) {
-                if (old.ownerPid && old.ownerPid !== process.pid && alive(old.ownerPid)) continue;
+                // A live owner, this process included (a file may run two clusters at once), keeps its id.
+                if (old.ownerPid && alive(old.ownerPid)) continue;
                 writeState(c, { ...old, ownerPid });
                 return c;
             }
