@@ -1474,9 +1474,11 @@ def make_handler(srv):
             ttft = float(f.get("ttft_ms", 40)) / 1000
             gap = 1 / float(f.get("tokens_per_second", 100))
             try:
+                # vLLM sends the role chunk with the engine's first output (vllm/entrypoints/openai/serving_chat.py
+                # chat_completion_stream_generator, first_iteration), so it too comes after the time to first token.
+                time.sleep(ttft)
                 if chat:
                     chunk({"role": "assistant", "content": ""})
-                time.sleep(ttft)
                 for i, t in enumerate(toks):
                     if i:
                         time.sleep(gap)
