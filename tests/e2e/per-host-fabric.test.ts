@@ -41,7 +41,7 @@ async function environOf(host: string, pattern: string): Promise<Array<Record<st
     const script = [
         "for p in /proc/[0-9]*; do",
         "  c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null) || continue",
-        `  case "$c" in *${pattern}*) ;; *) continue ;; esac`,
+        `  case "$c" in *"${pattern}"*) ;; *) continue ;; esac`,
         "  case \"$c\" in *'/proc/['*) continue ;; esac",
         "  echo \"== ${p#/proc/}\"; tr '\\0' '\\n' < $p/environ; echo",
         "done",
