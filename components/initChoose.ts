@@ -343,11 +343,9 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
             problems.push(`${t.user}@${t.host}:${t.port}: unreachable (${r.unreachable ?? "no answer"}); check that the host is up and that \`ssh -o BatchMode=yes -p ${t.port} ${t.user}@${t.host} true\` works with your agent's key or --identity (its host key must be in ~/.ssh/known_hosts: connect once by hand and compare the fingerprint)`);
         }
     });
-    if (results.some(r => !r.facts)) return { problems, warnings, secretLines, summary };
-    const facts = results.map(r => r.facts!);
-    const hostList = facts.map((_, i) => label(i));
-
-    facts.forEach((f, i) => {
+    results.forEach((r, i) => {
+        const f = r.facts;
+        if (!f) return;
         const g = f.gpus[0];
         summary.push(`${label(i)} (${results[i].target.user}@${results[i].target.host}): ${f.arch ?? "?"}, ${f.gpus.length} × ${g ? `${g.name} (compute ${g.computeCap ?? "?"}, driver ${g.driver})` : "no GPU"}, ` +
             `Docker ${f.docker ?? "missing"}${f.nvidiaRuntime ? " with the NVIDIA runtime" : ""}, memory ${f.memTotalBytes ? gib(f.memTotalBytes) : "?"}, ` +
@@ -359,13 +357,19 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
         else if (!f.nvidiaRuntime) problems.push(`${label(i)}: Docker has no NVIDIA runtime; install nvidia-container-toolkit and run \`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker\` (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)`);
         if (!f.hostKey) warnings.push(`${label(i)}: /etc/ssh/ssh_host_ed25519_key.pub is not readable; hosts[].ssh.hostKey is left out (any host key is then accepted by the remote commands: docs/security.md)`);
     });
+    const reached = results.flatMap((r, i) => (r.facts ? [[r.facts, i] as [HostFacts, number]] : []));
     const gpuKey = (f: HostFacts) => (f.gpus[0] ? `${f.gpus[0].name} (compute ${f.gpus[0].computeCap ?? "?"})` : "");
-    const gpuKinds = [...new Set(facts.filter(f => f.gpus.length).map(gpuKey))];
+    const gpuKinds = [...new Set(reached.filter(([f]) => f.gpus.length).map(([f]) => gpuKey(f)))];
     if (gpuKinds.length > 1)
-        problems.push(`the hosts have different GPUs (${facts.map((f, i) => `${label(i)}: ${gpuKey(f) || "none"}`).join(", ")}); one model is split evenly over identical GPUs: list only hosts with the same GPU`);
-    const gpuCounts = [...new Set(facts.map(f => f.gpus.length))];
-    if (gpuCounts.length > 1 && facts.every(f => f.gpus.length))
-        problems.push(`the hosts have different GPU counts (${facts.map((f, i) => `${label(i)}: ${f.gpus.length}`).join(", ")}); list only hosts with as many GPUs each`);
+        problems.push(`the hosts have different GPUs (${reached.map(([f, i]) => `${label(i)}: ${gpuKey(f) || "none"}`).join(", ")}); one model is split evenly over identical GPUs: list only hosts with the same GPU`);
+    const gpuCounts = [...new Set(reached.map(([f]) => f.gpus.length))];
+    if (gpuCounts.length > 1 && reached.every(([f]) => f.gpus.length))
+        problems.push(`the hosts have different GPU counts (${reached.map(([f, i]) => `${label(i)}: ${f.gpus.length}`).join(", ")}); list only hosts with as many GPUs each`);
+    // An unreachable host leaves nothing to choose; what the others said wrong is reported with it.
+    if (results.some(r => !r.facts)) return { problems, warnings, secretLines, summary };
+    const facts = results.map(r => r.facts!);
+    const hostList = facts.map((_, i) => label(i));
+
     const platforms = facts.map((f, i) => {
         const p = f.arch === "aarch64" || f.arch === "arm64" ? "linux/arm64" : f.arch === "x86_64" ? "linux/amd64" : undefined;
         if (!p) problems.push(`${label(i)}: CPU architecture ${f.arch ?? "unknown"} is neither aarch64 nor x86_64`);
