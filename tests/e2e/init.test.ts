@@ -7,7 +7,7 @@
 // with it, the tests give that host a second netdev (one end of a veth pair, named like a ConnectX-7 twin, enP2p1s0f1np1;
 // with its peer down it has no carrier, as a port without its cable) and point its HCA's GID table at it, as ibdev2netdev
 // would then map them: the host's only ConnectX port is then that one.
-import { test } from "node:test";
+import { before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -20,6 +20,18 @@ import { leftovers } from "../sim/stacks";
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("init");
 const PORT = "/sys/class/infiniband/rocep1s0f1/ports/1";
+
+/**
+ * A simulated host's sshd serves the key in its own directory (tests/sim/hosts.ts sshdConfig `HostKey`), while
+ * /etc/ssh/ssh_host_ed25519_key.pub in its mount namespace is still this machine's. A real host's sshd serves that file's
+ * key, which is what init reads: bind the sim sshd's public key over it, in each host's own mount namespace only.
+ */
+before(async () => {
+    for (const h of suite.sim.hosts) {
+        const r = await suite.sim.exec(h.name, `mount --bind ${path.join(h.root, "etc/ssh_host_ed25519_key.pub")} /etc/ssh/ssh_host_ed25519_key.pub`);
+        assert.equal(r.code, 0, r.stderr);
+    }
+});
 
 function init(dir: string, stack: string, extra: string[] = []) {
     const s = suite.sim;
