@@ -7,7 +7,7 @@
 // with it, the tests give that host a second netdev (one end of a veth pair, named like a ConnectX-7 twin, enP2p1s0f1np1;
 // with its peer down it has no carrier, as a port without its cable) and point its HCA's GID table at it, as ibdev2netdev
 // would then map them: the host's only ConnectX port is then that one.
-import { before, test } from "node:test";
+import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -26,14 +26,18 @@ const PORT = "/sys/class/infiniband/rocep1s0f1/ports/1";
  * /etc/ssh/ssh_host_ed25519_key.pub in its mount namespace is still this machine's. A real host's sshd serves that file's
  * key, which is what init reads: bind the sim sshd's public key over it, in each host's own mount namespace only.
  */
-before(async () => {
+let keysBound = false;
+async function bindHostKeys(): Promise<void> {
+    if (keysBound) return;
     for (const h of suite.sim.hosts) {
         const r = await suite.sim.exec(h.name, `mount --bind ${path.join(h.root, "etc/ssh_host_ed25519_key.pub")} /etc/ssh/ssh_host_ed25519_key.pub`);
         assert.equal(r.code, 0, r.stderr);
     }
-});
+    keysBound = true;
+}
 
-function init(dir: string, stack: string, extra: string[] = []) {
+async function init(dir: string, stack: string, extra: string[] = []) {
+    await bindHostKeys();
     const s = suite.sim;
     const r = spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), "init", "--stack", stack, "--dir", dir,
         ...s.hosts.flatMap(h => ["--host", `root@${h.address}`]), "--image", s.images["0.17.1"], ...extra],
@@ -62,7 +66,7 @@ async function moveFabric(address: string, carrier: boolean): Promise<() => Prom
 test("init writes a stack from the simulated Sparks (their own fabric, HCA, host key, cached model) that plans, deploys and serves", async () => {
     const s = suite.sim;
     const dir = fs.mkdtempSync(path.join(path.dirname(s.sshConfigFile), "init-"));
-    const r = init(dir, "fromhosts");
+    const r = await init(dir, "fromhosts");
     assert.equal(r.status, 0, r.stderr);
     const file = path.join(dir, "Pulumi.fromhosts.yaml");
     const config = (yaml.load(fs.readFileSync(file, "utf8")) as { config: Record<string, any> }).config;
@@ -77,7 +81,7 @@ test("init writes a stack from the simulated Sparks (their own fabric, HCA, host
         assert.ok(r.stderr.includes(`${h.name} host key: ED25519 ${fp}`), fp);
     }
     // A second init does not overwrite it.
-    const again = init(dir, "fromhosts");
+    const again = await init(dir, "fromhosts");
     assert.equal(again.status, 3);
     assert.match(again.stderr, /exists; pass --force/);
 
@@ -105,7 +109,7 @@ test("init refuses a host whose fabric link is down, naming it, and writes nothi
     const dir = fs.mkdtempSync(path.join(path.dirname(suite.sim.sshConfigFile), "init-down-"));
     const undo = await moveFabric("10.77.0.2", false);
     try {
-        const r = init(dir, "down");
+        const r = await init(dir, "down");
         assert.equal(r.status, 3);
         assert.match(r.stderr, /nothing was written:\n {2}- spark-b: no ConnectX-7 port has a link \(enP2p1s0f1np1 no carrier, 10\.77\.0\.2\/24\); check the QSFP cable/);
         assert.ok(r.stderr.includes("https://github.com/NVIDIA/dgx-spark-playbooks/blob/main/nvidia/connect-two-sparks/README.md"));
@@ -119,7 +123,7 @@ test("init refuses a pair with no shared fabric subnet and writes nothing", asyn
     const dir = fs.mkdtempSync(path.join(path.dirname(suite.sim.sshConfigFile), "init-subnet-"));
     const undo = await moveFabric("10.77.0.2", true);
     try {
-        const r = init(dir, "apart", ["--dry-run"]);
+        const r = await init(dir, "apart", ["--dry-run"]);
         assert.equal(r.status, 3);
         assert.match(r.stderr, /- the hosts share no fabric subnet: spark-a: enp1s0f1np1 carrier, 198\.18\.0\.\d+\/24 \| spark-b: enP2p1s0f1np1 carrier, 10\.77\.0\.2\/24; put one cabled port of each host on one subnet/);
         assert.equal(r.stdout, "");
