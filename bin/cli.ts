@@ -9,7 +9,7 @@ export const EXIT = {
     failure: 1,
     /** Usage: unknown command, option or stack name, or a missing value; diagnose: the log cannot be read. */
     usage: 2,
-    /** Config: the stack file is missing, unreadable, not YAML or not a stack file, the config is invalid, or a secret is in plain text. */
+    /** Config: the stack file is missing, unreadable, not YAML or not a stack file, the config is invalid, or a secret is in plain text; init: the hosts cannot form a cluster, or the stack file exists. */
     config: 3,
     /** A mandatory policy fails. */
     policy: 4,
@@ -23,13 +23,16 @@ const USAGE = `usage:
                                           what a config change or a secret's new value replaces or updates, offline
   spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)
   spark-vllm status --stack NAME [--json] is the cluster serving? per host, over SSH (read-only)
+  spark-vllm init --stack NAME --host [USER@]ADDRESS[:PORT] ... [--identity KEY] [--model ID] [--image REF] [--dry-run] [--force]
+                                          read the Sparks over SSH (read-only) and write Pulumi.NAME.yaml
 
 exit codes:
   ${EXIT.ok}  done (plan/diff: every mandatory policy passes; diagnose: a root cause was found)
   ${EXIT.failure}  diagnose: no known root cause found; any command: an unexpected failure
   ${EXIT.usage}  usage error: unknown command or option, a missing value; diagnose: the log cannot be read
   ${EXIT.config}  config error: stack file missing, unreadable, not YAML or not a stack file; invalid config;
-     hfToken or sshPrivateKey in plain text instead of secure:
+     hfToken or sshPrivateKey in plain text instead of secure:; init: the hosts cannot form a cluster
+     (every reason printed), or the stack file exists (without --force)
   ${EXIT.policy}  a mandatory policy fails
   ${EXIT.notServing}  status: the cluster is not serving`;
 
@@ -42,6 +45,8 @@ export async function main(argv: string[]): Promise<number> {
             return (require("./diff-command") as typeof import("./diff-command")).diffCommand(rest);
         case "status":
             return (require("./status-command") as typeof import("./status-command")).statusCommand(rest);
+        case "init":
+            return (require("./init-command") as typeof import("./init-command")).initCommand(rest);
         case "plan":
             return (require("./plan-command") as typeof import("./plan-command")).planCommand(rest);
         default:
