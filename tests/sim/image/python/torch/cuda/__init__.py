@@ -57,9 +57,9 @@ def get_device_capability(device=None):
 
 
 class _CudaDeviceProperties:
-    """The fields of torch's _CudaDeviceProperties the program reads (pytorch torch/csrc/cuda/Module.cpp
-    registerCudaDeviceProperties: name, major, minor, total_memory, is_integrated). The GB10 shares the host's
-    memory, so CUDA reports it as integrated."""
+    """The fields of torch's _CudaDeviceProperties the program reads (name, major, minor, total_memory,
+    is_integrated): real torch 2.11.0+cu130 on an H200 prints them in tests/fixtures/torch/h200-device-properties.txt
+    (is_integrated 0 there, and absent from the repr). The GB10 shares the host's memory: CUDA calls it integrated."""
 
     def __init__(self, index):
         self.name = get_device_name(index)
@@ -68,8 +68,8 @@ class _CudaDeviceProperties:
         self.is_integrated = 1
 
     def __repr__(self):
-        return "_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, is_integrated=%d)" % (
-            self.name, self.major, self.minor, self.total_memory // (1 << 20), self.is_integrated)
+        return "_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB)" % (
+            self.name, self.major, self.minor, self.total_memory // (1 << 20))
 
 
 def get_device_properties(device=None):
