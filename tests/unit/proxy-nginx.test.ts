@@ -141,7 +141,7 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
             "/metrics/../health", "/metrics/..%2Fhealth", "/metrics%2F..%2Fhealth", "/metrics%2f..%2fhealth", "/metrics/%2E%2E/health",
             "/metrics/%2e%2e/health", "/health/../metrics", "/health/%2e%2e/metrics", "/v1/models/../../metrics", "/metricsX/../v1/models",
             "/v1/x/../models", "/v1/./models", "//v1/models", "/v1//models", "/v1/models/", "/v1/models/.", "/v1/%6Dodels",
-            "/./health", "/health/.", "/health%3F", "/health;x", "/v1/models%00", "/metrics/", "/metrics/x",
+            "/./health", "/health/.", "/health%3F", "/health;x", "/v1/models%00", "/metrics/", "/metrics/x", "/", "/v1/models#x", "/v1/mod\\els",
         ];
         for (const t of targets) {
             await refused(line("GET", t), `GET ${t} without the key`);
@@ -182,7 +182,7 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
     });
 
     test("other paths: 401 without the key, 404 with it, nothing forwarded", async () => {
-        for (const p of ["/invocations", "/tokenize", "/detokenize", "/pooling", "/classify", "/version", "/load", "/ping", "/v1/load_lora_adapter", "/v1/modelsX", "/inference/v1/generate", "/"]) {
+        for (const p of ["/invocations", "/tokenize", "/detokenize", "/pooling", "/classify", "/version", "/load", "/ping", "/v1/load_lora_adapter", "/v1/modelsX", "/inference/v1/generate"]) {
             assert.equal((await refused(line("POST", p, {}, "{}"), `${p} without the key`)).status, 401, p);
             assert.equal((await refused(line("POST", p, withKey, "{}"), `${p} with the key`)).status, 404, p);
         }
