@@ -25,8 +25,9 @@ export const PROXY_MOUNT = "/etc/spark-vllm/proxy";
  *   `"/v1/rerank"`, `"/v2/rerank"`, `"/score"`, `"/v1/score"`); vLLM itself guards only the /v1 and /v2 ones, the proxy
  *   asks the key on all five.
  * - Anthropic's Messages API (vllm/entrypoints/anthropic/api_router.py): /v1/messages, /v1/messages/count_tokens.
- * - /metrics, for a Prometheus that scrapes with the key as a bearer token (vLLM mounts it unguarded:
- *   vllm/entrypoints/serve/instrumentator/metrics.py `Mount("/metrics", …)`, a prefix; only this exact path is forwarded).
+ * - /metrics, for a Prometheus that scrapes with the key as a bearer token. vLLM mounts it unguarded and by prefix
+ *   (vllm/entrypoints/openai/api_server.py mount_metrics: `Mount("/metrics", make_asgi_app())`, `path_regex =
+ *   re.compile("^/metrics(?P<path>.*)$")`: /metricsX/… answers metrics too); only this exact path is forwarded.
  * Not forwarded: /invocations, /tokenize, /detokenize, /pooling, /classify, /version, /load, /ping, /v1/load_lora_adapter,
  * /inference/…, and anything else.
  */

@@ -1346,7 +1346,10 @@ def make_handler(srv):
                 self.send_json(200, {"version": srv.version})
             elif path == "/load":
                 self.send_json(200, {"server_load": 0})
-            elif path == "/metrics":
+            # Real vLLM mounts Prometheus' ASGI app by prefix (vllm/entrypoints/openai/api_server.py mount_metrics:
+            # `Mount("/metrics", make_asgi_app())` with `path_regex = re.compile("^/metrics(?P<path>.*)$")`), so
+            # /metricsX and /metrics/… answer metrics too.
+            elif path.startswith("/metrics"):
                 body = metrics(srv).encode()
                 self.send_response(200)
                 self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
