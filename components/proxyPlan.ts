@@ -1,12 +1,14 @@
 // The endpoint proxy as plain data: nginx's configuration, the commands that write it (and the optional
 // self-signed certificate) on the head, and the proxy's container. Pure: no Pulumi.
 //
-// Why a proxy: vLLM's --api-key guards only paths under GUARDED_PREFIX = ("/v1", "/v2", "/inference")
-// (vllm/entrypoints/serve/utils/server_utils.py AuthenticationMiddleware: `if url_path.startswith(GUARDED_PREFIX) and
-// not self.verify_token(headers)`), so /invocations, /tokenize, /pooling, /score, /rerank, /classify and /metrics answer
-// anyone who reaches the port (vLLM's docs/usage/security.md). nginx on the head publishes vllm.port: /health (GET or
-// HEAD, no body) without a key, the routes in FORWARDED_PATHS with it, everything else 401 without the key and 404 with
-// it; a request whose target is not a plain path is refused before any location is chosen.
+// Why a proxy: vLLM's --api-key guards only paths under "/v1" up to 0.20.1 (the 0.20.1 wheel's
+// vllm/entrypoints/openai/server_utils.py AuthenticationMiddleware: `if url_path.startswith("/v1") and not
+// self.verify_token(headers)`), under GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere") later
+// (vllm/entrypoints/serve/utils/server_utils.py), so /invocations, /tokenize, /pooling, /score, /rerank, /classify and
+// /metrics answer anyone who reaches the port (vLLM's docs/usage/security.md). On the head's loopback vLLM's key guard
+// (components/remote/spark_vllm/keyguard.py) asks the key on every path but /health; nginx on the head publishes
+// vllm.port: /health (GET or HEAD, no body) without a key, the routes in FORWARDED_PATHS with it, everything else 401
+// without the key and 404 with it; a request whose target is not a plain path is refused before any location is chosen.
 import { ClusterSpec } from "./spec";
 import { argvLine, ifContainerRunning, script, shq, withTimeout } from "./scripts";
 import { proxyContainerName } from "./naming";
@@ -22,8 +24,7 @@ export const PROXY_MOUNT = "/etc/spark-vllm/proxy";
  *   /v1/chat/completions, /v1/embeddings, /v1/responses (and /v1/responses/{id}, …/{id}/cancel),
  *   /v1/audio/transcriptions, /v1/audio/translations.
  * - Rerank and score as clients call them (vllm/entrypoints/pooling/score/api_router.py: `@router.post("/rerank")`,
- *   `"/v1/rerank"`, `"/v2/rerank"`, `"/score"`, `"/v1/score"`); vLLM itself guards only the /v1 and /v2 ones, the proxy
- *   asks the key on all five.
+ *   `"/v1/rerank"`, `"/v2/rerank"`, `"/score"`, `"/v1/score"`); the proxy asks the key on all five.
  * - Anthropic's Messages API (vllm/entrypoints/anthropic/api_router.py): /v1/messages, /v1/messages/count_tokens.
  * - /metrics, for a Prometheus that scrapes with the key as a bearer token. vLLM mounts it unguarded and by prefix
  *   (vllm/entrypoints/openai/api_server.py mount_metrics: `Mount("/metrics", make_asgi_app())`, `path_regex =

@@ -166,6 +166,28 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         assert.equal((await code(`http://${head().address}:8000/health`)).stdout.trim(), "200", "the proxy from spark-b");
     });
 
+    test("a local account on the head (uid 65534, not root) gets nothing from vLLM's loopback port without the key but /health", async () => {
+        const h = head().name;
+        const vllm = "http://127.0.0.1:8001";
+        /** curl on the head as nobody:nogroup with no supplementary groups; the key, when given, on stdin as a header file. */
+        const asNobody = async (args: string, key?: string) => {
+            const r = await suite.sim.exec(h, `setpriv --reuid 65534 --regid 65534 --clear-groups -- curl -sS -m 10 -o /dev/null -w '%{http_code}' ${key ? "-H @- " : ""}${args} || true`,
+                key ? { input: `Authorization: Bearer ${key}\n` } : {});
+            return r.stdout.trim();
+        };
+        assert.equal((await suite.sim.exec(h, "setpriv --reuid 65534 --regid 65534 --clear-groups -- id -u")).stdout.trim(), "65534");
+        assert.equal(await asNobody(`${vllm}/health`), "200", "/health needs no key");
+        for (const p of ["/metrics", "/metrics/", "/metricsX", "/version", "/v1/models", "/load", "/ping", "/docs", "/openapi.json", "/is_sleeping", "/server_info"])
+            assert.equal(await asNobody(`${vllm}${p}`), "401", `GET ${p} as a local user without the key`);
+        for (const p of ["/invocations", "/tokenize", "/detokenize", "/pooling", "/classify", "/score", "/rerank", "/v1/completions", "/v2/rerank", "/inference/v1/generate", "/ping"])
+            assert.equal(await asNobody(`-X POST -H 'Content-Type: application/json' -d '{}' ${vllm}${p}`), "401", `POST ${p} as a local user without the key`);
+        for (const p of ["/health/../metrics", "/health/%2e%2e/metrics", "/metrics%2F", "//metrics"])
+            assert.equal(await asNobody(`--path-as-is '${vllm}${p}'`), "401", `raw ${p}`);
+        // The key, not the account, is what opens it: the same user with the key gets the metrics.
+        assert.equal(await asNobody(`${vllm}/metrics`, apiKey), "200", "with the key");
+        assert.equal(await asNobody(`${vllm}/metrics`, `${apiKey}x`), "401", "with a wrong key");
+    });
+
     test("the key is in no argv, no docker inspect, no file others can read; the proxy's files are private", async () => {
         const argv = await suite.sim.exec(head().name, "ps -eo args");
         assert.ok(argv.stdout.length > 0);
