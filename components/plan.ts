@@ -485,6 +485,9 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
         // (components/proxyPlan.ts). extraArgs cannot move either (spec.ts MANAGED_VLLM_FLAGS).
         "--host", "127.0.0.1",
         "--port", String(vllm.internalPort),
+        // The API key on every path but /health, for the head's own accounts too (vLLM's --api-key guards only /v1):
+        // components/remote/spark_vllm/keyguard.py, imported from the helper program (vllmLaunch puts logDir on PYTHONPATH).
+        ...(rank === 0 ? ["--middleware", KEYGUARD_MIDDLEWARE] : []),
         "--gpu-memory-utilization", String(vllm.gpuMemoryUtilization),
         ...(vllm.maxModelLen !== undefined ? ["--max-model-len", String(vllm.maxModelLen)] : []),
         ...(model.trustRemoteCode ? ["--trust-remote-code"] : []),
@@ -504,6 +507,17 @@ function rayProbeArgs(spec: ClusterSpec, timeoutSeconds: number) {
     };
 }
 
+/** The ASGI middleware (`--middleware` import path) that asks the API key on every path of vLLM's port but /health. */
+export const KEYGUARD_MIDDLEWARE = `${TOOLS_FILE.replace(/\.py$/, "")}.SparkVllmKeyGuard`;
+
+/**
+ * ARGV run with DIR first on Python's import path, the image's own PYTHONPATH (if any) kept after it, as the same
+ * process (`exec`: the pid file's pid and start time stay vLLM's). sh's `$0` is DIR; nothing is pasted into the script.
+ */
+export function withPythonPath(dir: string, argv: readonly string[]): string[] {
+    return ["sh", "-c", 'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}" exec "$@"', dir, ...argv];
+}
+
 const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-serve.log`, pidFile: `${spec.logDir}/vllm-serve.pid` });
 
 /**
@@ -512,8 +526,10 @@ const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-serve.log`
  * and serves no API. Under the records' lock: the old record goes, a server left by a failed earlier `up` is stopped
  * (the port is free and create is repeatable), vLLM starts, and the record is written (components/launches.ts).
  */
-function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: boolean): CommandPlan {
+function vllmLaunch(spec: ClusterSpec, host: HostSpec, serveArgv: string[], serves: boolean): CommandPlan {
     const { log, pidFile } = vllmFiles(spec);
+    // The head's vLLM imports its key guard (KEYGUARD_MIDDLEWARE) from the helper program in logDir.
+    const argv = serves ? withPythonPath(spec.logDir, serveArgv) : serveArgv;
     const container = containerName(host.name);
     const stop = stopByPidFile(pidFile, 60);
     const ray = spec.vllm.backend === "ray";
@@ -521,7 +537,7 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
         name: "vllm", argv, log, pidFile,
         ...(serves ? { secretEnv: { VLLM_API_KEY: API_KEY_FILE } } : {}),
         ...(ray ? { after: ["ray" as const], gate: { argv: tools(spec, ["ray-probe", json(rayProbeArgs(spec, 10))]), timeoutSeconds: 40 } } : {}),
-        // /health answers without the API key (vLLM guards only /v1, /v2, /inference: DESIGN.md, vLLM security guide).
+        // /health answers without the API key (the key guard and vLLM's own check leave it open).
         ...(serves ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : { provenAfterSeconds: 60 }),
     };
     const body = script([

@@ -1,11 +1,14 @@
 // The endpoint proxy as plain data: nginx's configuration, the commands that write it (and the optional
 // self-signed certificate) on the head, and the proxy's container. Pure: no Pulumi.
 //
-// Why a proxy: vLLM's --api-key guards only paths under /v1 (vllm/entrypoints/openai/server_utils.py
-// AuthenticationMiddleware: `if url_path.startswith("/v1") and not self.verify_token(headers)`), so /invocations,
-// /tokenize, /pooling, /score, /rerank, /classify and /metrics answer anyone who reaches the port (vLLM's
-// docs/usage/security.md). vLLM therefore listens on 127.0.0.1 only, and nginx on the head publishes vllm.port:
-// /health without a key, the OpenAI API with it, everything else 401 without the key and 404 with it.
+// Why a proxy: vLLM's --api-key guards only paths under "/v1" up to 0.20.1 (the 0.20.1 wheel's
+// vllm/entrypoints/openai/server_utils.py AuthenticationMiddleware: `if url_path.startswith("/v1") and not
+// self.verify_token(headers)`), under GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere") later
+// (vllm/entrypoints/serve/utils/server_utils.py), so /invocations, /tokenize, /pooling, /score, /rerank, /classify and
+// /metrics answer anyone who reaches the port (vLLM's docs/usage/security.md). On the head's loopback vLLM's key guard
+// (components/remote/spark_vllm/keyguard.py) asks the key on every path but /health; nginx on the head publishes
+// vllm.port: /health (GET or HEAD, no body) without a key, the routes in FORWARDED_PATHS with it, everything else 401
+// without the key and 404 with it; a request whose target is not a plain path is refused before any location is chosen.
 import { ClusterSpec } from "./spec";
 import { argvLine, ifContainerRunning, script, shq, withTimeout } from "./scripts";
 import { proxyContainerName } from "./naming";
@@ -16,11 +19,18 @@ export const proxyDir = (spec: ClusterSpec) => `${spec.logDir}/proxy`;
 export const PROXY_MOUNT = "/etc/spark-vllm/proxy";
 
 /**
- * The OpenAI API paths the proxy forwards (with the key), from vLLM's routers (vllm/entrypoints/openai/*
- * /api_router.py): /v1/models, /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses (and
- * /v1/responses/{id}, …/cancel), /v1/audio/transcriptions, /v1/audio/translations. Not forwarded: vLLM's own
- * extensions (/tokenize, /detokenize, /pooling, /classify, /score, /rerank, /v1/score, /v1/rerank, /v2/rerank,
- * /invocations, /metrics, /version, /load, /v1/load_lora_adapter, …), which are not the OpenAI API.
+ * The paths the proxy forwards (with the key), exactly; "*" is one path segment ([A-Za-z0-9_-]+).
+ * - The OpenAI API, from vLLM's routers (vllm/entrypoints/openai/*\/api_router.py): /v1/models, /v1/completions,
+ *   /v1/chat/completions, /v1/embeddings, /v1/responses (and /v1/responses/{id}, …/{id}/cancel),
+ *   /v1/audio/transcriptions, /v1/audio/translations.
+ * - Rerank and score as clients call them (vllm/entrypoints/pooling/score/api_router.py: `@router.post("/rerank")`,
+ *   `"/v1/rerank"`, `"/v2/rerank"`, `"/score"`, `"/v1/score"`); the proxy asks the key on all five.
+ * - Anthropic's Messages API (vllm/entrypoints/anthropic/api_router.py): /v1/messages, /v1/messages/count_tokens.
+ * - /metrics, for a Prometheus that scrapes with the key as a bearer token. vLLM mounts it unguarded and by prefix
+ *   (vllm/entrypoints/openai/api_server.py mount_metrics: `Mount("/metrics", make_asgi_app())`, `path_regex =
+ *   re.compile("^/metrics(?P<path>.*)$")`: /metricsX/… answers metrics too); only this exact path is forwarded.
+ * Not forwarded: /invocations, /tokenize, /detokenize, /pooling, /classify, /version, /load, /ping, /v1/load_lora_adapter,
+ * /inference/…, and anything else.
  */
 export const FORWARDED_PATHS = [
     "/v1/models",
@@ -29,21 +39,38 @@ export const FORWARDED_PATHS = [
     "/v1/embeddings",
     "/v1/responses",
     "/v1/responses/*",
+    "/v1/responses/*/cancel",
     "/v1/audio/transcriptions",
     "/v1/audio/translations",
+    "/v1/rerank",
+    "/v1/score",
+    "/v2/rerank",
+    "/rerank",
+    "/score",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/metrics",
 ] as const;
 
-/** The request body limit: nginx's default of 1 MB (client_max_body_size) is below a long prompt or an image. */
+/** The request body limit with the key: nginx's default of 1 MB (client_max_body_size) is below a long prompt or an image. */
 export const PROXY_MAX_BODY = "64m";
 /** How long a response may go quiet: a non-streamed generation sends nothing until it is done. */
 export const PROXY_READ_TIMEOUT_SECONDS = 3600;
 
+/** One path segment: what a plain request target is made of (no ".", "%", ";" or empty segment). */
+const SEGMENT = "[A-Za-z0-9_-]+";
+
 /** The regular expression of a nginx `location ~` that matches exactly FORWARDED_PATHS. */
 export function forwardedPathsRegex(): string {
-    const exact = FORWARDED_PATHS.filter(p => !p.endsWith("/*")).map(p => p.slice("/v1/".length));
-    const prefixed = FORWARDED_PATHS.filter(p => p.endsWith("/*")).map(p => p.slice("/v1/".length, -2));
-    return `^/v1/(${exact.join("|")})$|^/v1/(${prefixed.join("|")})/[^/]+(/[a-z_]+)?$`;
+    return `^(${FORWARDED_PATHS.map(p => p.replaceAll("*", SEGMENT)).join("|")})$`;
 }
+
+/**
+ * The regular expression a request line ($request) must match: origin-form (RFC 9112 section 3.2.1, not the absolute
+ * form `GET http://host/…`), a path of plain segments (no dot segment, no percent-encoding, no empty segment) and an
+ * optional query, HTTP/1.0 or 1.1. On such a target nginx's normalised $uri is byte for byte the path it forwards.
+ */
+export const PLAIN_REQUEST_LINE = `^[A-Z]+ (/${SEGMENT})+(\\?[^ ]*)? HTTP/1\\.[01]$`;
 
 /**
  * nginx.conf for the proxy. Every directive is from nginx's documentation (nginx.org/en/docs/):
@@ -52,14 +79,26 @@ export function forwardedPathsRegex(): string {
  *   would compare case-insensitively (src/http/ngx_http_variables.c ngx_http_map_find lower-cases the value), so
  *   the key is matched by a case-sensitive `~` regex, as vLLM compares it: scheme "bearer" in any case, one space,
  *   then exactly the key (server_utils.py verify_token: `scheme, _, param = value.partition(" ")`).
- * - ngx_http_rewrite_module `if` + `return`: inside a location, `return` is one of the two things that are safe in
- *   an `if` (nginx's "If is evil" note); `return code text` sends a body for any code but redirects.
- * - ngx_http_proxy_module `proxy_pass` (no URI part: the request URI is passed unchanged, as a regex location
- *   requires), `proxy_buffering off` (each streamed SSE chunk reaches the client as vLLM writes it),
- *   `proxy_read_timeout`/`proxy_send_timeout` (defaults 60 s, shorter than a long generation),
- *   `proxy_http_version 1.1`.
- * - ngx_http_core_module `client_max_body_size` (default 1m), `server_tokens off`; ngx_http_headers_module
- *   `add_header … always` (so a 401 carries `WWW-Authenticate: Bearer`, RFC 6750 section 3).
+ * - The path decided is the path forwarded. nginx chooses a `location` on $uri, the request URI after "decoding the
+ *   text encoded in the “%XX” form, resolving references to relative path components “.” and “..”, and possible
+ *   compression of two or more adjacent slashes" (ngx_http_core_module `location`), while `proxy_pass` without a URI
+ *   passes "the request URI … in the same form as sent by a client when the original request is processed"
+ *   (ngx_http_proxy_module `proxy_pass`), and vLLM mounts /metrics by prefix: `/metrics/../health` was chosen as
+ *   /health and answered as /metrics. So a map on $request ("full original request line", ngx_http_core_module
+ *   Embedded Variables) sets $spark_vllm_plain only for PLAIN_REQUEST_LINE, and a server-level `if … return 400`
+ *   (ngx_http_rewrite_module: server-level rewrite directives run before a location is chosen) refuses the rest,
+ *   the absolute form included. `merge_slashes off` (ngx_http_core_module) keeps "//" from being merged should it
+ *   ever get that far.
+ * - Nothing reads a body before the key is checked: `return` (ngx_http_rewrite_module) runs in the rewrite phase, and
+ *   the proxy module reads the body only in the content phase (`proxy_request_buffering`: "the entire request body is
+ *   read from the client before sending the request"), so a keyless request is answered 401 and its body discarded,
+ *   never written to client_body_temp_path. `client_max_body_size` (ngx_http_core_module, default 1m) is 64m only
+ *   where the key was checked; /health refuses any method but GET and HEAD (405) and any body (400) the same way.
+ *   Inside a location, `return` is one of the two things that are safe in an `if` (nginx's "If is evil" note).
+ * - ngx_http_proxy_module `proxy_buffering off` (each streamed SSE chunk reaches the client as vLLM writes it),
+ *   `proxy_read_timeout`/`proxy_send_timeout` (defaults 60 s, shorter than a long generation), `proxy_http_version 1.1`.
+ * - ngx_http_core_module `server_tokens off`; ngx_http_headers_module `add_header … always` (so a 401 carries
+ *   `WWW-Authenticate: Bearer`, RFC 6750 section 3).
  * - ngx_http_ssl_module `listen … ssl`, `ssl_certificate`, `ssl_certificate_key`, `ssl_protocols`.
  * - core `user nobody nogroup` (both exist in Debian's base-passwd, which the official image and the sim's share),
  *   `daemon off` (the container's main process), `pid` in /tmp.
@@ -85,9 +124,14 @@ export function nginxConf(spec: ClusterSpec): string {
         "    server_tokens off;",
         "    access_log /dev/stdout;",
         "    default_type application/json;",
+        "    merge_slashes off;",
         "    map $http_authorization $spark_vllm_authorized {",
         "        default 0;",
         `        include ${PROXY_MOUNT}/api-key.map;`,
+        "    }",
+        "    map $request $spark_vllm_plain {",
+        "        default 0;",
+        `        "~${PLAIN_REQUEST_LINE}" 1;`,
         "    }",
         "    server {",
         `        listen ${spec.vllm.port}${tls ? " ssl" : ""};`,
@@ -96,7 +140,6 @@ export function nginxConf(spec: ClusterSpec): string {
             `        ssl_certificate_key ${PROXY_MOUNT}/tls.key;`,
             "        ssl_protocols TLSv1.2 TLSv1.3;",
         ] : []),
-        `        client_max_body_size ${PROXY_MAX_BODY};`,
         "        proxy_http_version 1.1;",
         "        proxy_buffering off;",
         `        proxy_read_timeout ${PROXY_READ_TIMEOUT_SECONDS}s;`,
@@ -104,10 +147,24 @@ export function nginxConf(spec: ClusterSpec): string {
         "        proxy_set_header Host $host;",
         "        proxy_set_header X-Forwarded-For $remote_addr;",
         "        proxy_set_header X-Forwarded-Proto $scheme;",
+        "        if ($spark_vllm_plain = 0) {",
+        `            return 400 '{"error": "Bad Request"}';`,
+        "        }",
         "        location = /health {",
+        `            if ($request_method !~ "^(GET|HEAD)$") {`,
+        "                add_header Allow \"GET, HEAD\" always;",
+        `                return 405 '{"error": "Method Not Allowed"}';`,
+        "            }",
+        "            if ($http_transfer_encoding) {",
+        `                return 400 '{"error": "Bad Request"}';`,
+        "            }",
+        `            if ($http_content_length !~ "^0?$") {`,
+        `                return 400 '{"error": "Bad Request"}';`,
+        "            }",
         `            proxy_pass ${upstream};`,
         "        }",
         `        location ~ "${forwardedPathsRegex()}" {`,
+        `            client_max_body_size ${PROXY_MAX_BODY};`,
         ...unauthorized.map(l => `    ${l}`),
         `            proxy_pass ${upstream};`,
         "        }",

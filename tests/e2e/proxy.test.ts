@@ -95,8 +95,12 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         }
         assert.equal((await http(base + "/v1/models", { headers: { Authorization: `Bearer ${apiKey}x` } })).status, 401, "a wrong key");
         assert.equal((await http(base + "/v1/models", { headers: { Authorization: `Bearer ${apiKey.toLowerCase()}` } })).status, 401, "the key in the wrong case");
-        for (const p of ["/invocations", "/tokenize", "/metrics", "/version"])
+        for (const p of ["/invocations", "/tokenize", "/version"])
             assert.equal((await http(base + p, { headers: bearer(apiKey) })).status, 404, `${p} with the key: not forwarded`);
+        // Prometheus scraping with the key as a bearer token.
+        const metrics = await http(base + "/metrics", { headers: bearer(apiKey) });
+        assert.equal(metrics.status, 200, metrics.body);
+        assert.match(metrics.body, /^# (HELP|TYPE) vllm:/m);
         const models = await http(`${endpoint}/models`, { headers: bearer(apiKey) });
         assert.equal(models.status, 200, models.body);
         assert.deepEqual(JSON.parse(models.body).data.map((m: { id: string }) => m.id), ["qwen3.5-122b"]);
@@ -104,6 +108,41 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         assert.equal((await http(`${endpoint}/models`, { headers: { Authorization: `bEARER ${apiKey}` } })).status, 200, "the scheme in another case");
         const health = await http(base + "/health");
         assert.equal(health.status, 200, "/health needs no key");
+    });
+
+    test("raw request targets through the deployed proxy (curl --path-as-is from another host): refused before vLLM, bodies never buffered", async () => {
+        const b = suite.sim.hosts[1].name;
+        const base = `http://${head().address}:8000`;
+        /** curl from spark-b; the key, when given, on stdin as a header file (never in argv). */
+        const curl = async (args: string, key?: string) => {
+            const r = await suite.sim.exec(b, `curl -sS -m 30 -o /tmp/spark-vllm-proxy-body -w '%{http_code}' ${key ? "-H @- " : ""}${args}; echo; cat /tmp/spark-vllm-proxy-body; rm -f /tmp/spark-vllm-proxy-body`,
+                key ? { input: `Authorization: Bearer ${key}\n` } : {});
+            const [code, ...body] = r.stdout.split("\n");
+            return { code: code.trim(), body: body.join("\n") };
+        };
+        for (const target of ["/metrics/../health", "/metrics/..%2Fhealth", "/metrics%2F..%2Fhealth", "/metrics%2f..%2fhealth", "/metrics/%2E%2E/health", "//metrics", "/./metrics"]) {
+            const r = await curl(`--path-as-is '${base}${target}'`);
+            assert.equal(r.code, "400", `${target} without the key: ${r.body}`);
+            assert.doesNotMatch(r.body, /# (HELP|TYPE)/, `${target}: no metrics without the key`);
+        }
+        // The absolute form (RFC 9112 section 3.2.2), which nginx accepts and used to forward as its raw path.
+        assert.equal((await curl(`--request-target 'http://${head().address}/metrics/../health' '${base}/'`)).code, "400", "absolute form");
+        const other = await curl(`--path-as-is '${base}/metricsX/../v1/models'`, apiKey);
+        assert.equal(other.code, "400", `with the key, a path that normalises elsewhere: ${other.body}`);
+        // A keyless 60 MiB POST /health is refused before its body is read; nginx says when it buffers a body to disk.
+        const since = Math.floor(Date.now() / 1000) - 1;
+        const big = await suite.sim.exec(b, `head -c 62914560 /dev/zero | curl -sS -m 30 -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data-binary @- '${base}/health' || true`);
+        // 413: nginx's client_max_body_size (1m outside the keyed routes) refuses it on its Content-Length alone;
+        // 000: curl saw the connection closed while it was still sending.
+        assert.ok(["413", "000"].includes(big.stdout.trim()), `keyless 60 MiB POST /health: ${big.stdout} ${big.stderr}`);
+        const logs = await suite.sim.docker(head().name, ["logs", "--since", String(since), proxyContainerName()]);
+        assert.doesNotMatch(logs.stdout + logs.stderr, /buffered to a temporary file/, "nginx buffered a keyless body to disk");
+        // The routes real clients use answer with the key (vLLM's stand-in answers 404 on those it does not implement: forwarded).
+        for (const route of ["/v1/rerank", "/v1/score", "/v2/rerank", "/v1/messages", "/v1/messages/count_tokens"]) {
+            const r = await curl(`-X POST -H 'Content-Type: application/json' -d '{}' '${base}${route}'`, apiKey);
+            assert.notEqual(r.code, "401", `${route} with the key reaches vLLM`);
+            assert.doesNotMatch(r.body, /"error": "Not Found"/, `${route} with the key: not the proxy's own 404`);
+        }
     });
 
     test("a chat completion, and a streamed one whose server-sent events come through the proxy one by one", async () => {
@@ -125,6 +164,28 @@ describe("the endpoint proxy on two simulated Sparks", () => {
         const code = (url: string) => suite.sim.exec(suite.sim.hosts[1].name, `curl -s -o /dev/null -m 5 -w '%{http_code}' ${url} || true`);
         assert.equal((await code(`http://${head().address}:8001/v1/models`)).stdout.trim(), "000", "vLLM's port from spark-b");
         assert.equal((await code(`http://${head().address}:8000/health`)).stdout.trim(), "200", "the proxy from spark-b");
+    });
+
+    test("a local account on the head (uid 65534, not root) gets nothing from vLLM's loopback port without the key but /health", async () => {
+        const h = head().name;
+        const vllm = "http://127.0.0.1:8001";
+        /** curl on the head as nobody:nogroup with no supplementary groups; the key, when given, on stdin as a header file. */
+        const asNobody = async (args: string, key?: string) => {
+            const r = await suite.sim.exec(h, `setpriv --reuid 65534 --regid 65534 --clear-groups -- curl -sS -m 10 -o /dev/null -w '%{http_code}' ${key ? "-H @- " : ""}${args} || true`,
+                key ? { input: `Authorization: Bearer ${key}\n` } : {});
+            return r.stdout.trim();
+        };
+        assert.equal((await suite.sim.exec(h, "setpriv --reuid 65534 --regid 65534 --clear-groups -- id -u")).stdout.trim(), "65534");
+        assert.equal(await asNobody(`${vllm}/health`), "200", "/health needs no key");
+        for (const p of ["/metrics", "/metrics/", "/metricsX", "/version", "/v1/models", "/load", "/ping", "/docs", "/openapi.json", "/is_sleeping", "/server_info"])
+            assert.equal(await asNobody(`${vllm}${p}`), "401", `GET ${p} as a local user without the key`);
+        for (const p of ["/invocations", "/tokenize", "/detokenize", "/pooling", "/classify", "/score", "/rerank", "/v1/completions", "/v2/rerank", "/inference/v1/generate", "/ping"])
+            assert.equal(await asNobody(`-X POST -H 'Content-Type: application/json' -d '{}' ${vllm}${p}`), "401", `POST ${p} as a local user without the key`);
+        for (const p of ["/health/../metrics", "/health/%2e%2e/metrics", "/metrics%2F", "//metrics"])
+            assert.equal(await asNobody(`--path-as-is '${vllm}${p}'`), "401", `raw ${p}`);
+        // The key, not the account, is what opens it: the same user with the key gets the metrics.
+        assert.equal(await asNobody(`${vllm}/metrics`, apiKey), "200", "with the key");
+        assert.equal(await asNobody(`${vllm}/metrics`, `${apiKey}x`), "401", "with a wrong key");
     });
 
     test("the key is in no argv, no docker inspect, no file others can read; the proxy's files are private", async () => {

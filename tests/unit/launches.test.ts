@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { planCluster, withPythonPath } from "../../components/plan";
 import { plannedResources, CONTAINER } from "../../components/resources";
 import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, pidFileRunning, removeRecord, writeRecord } from "../../components/launches";
 import { script } from "../../components/scripts";
@@ -49,7 +49,9 @@ test("the records: the exact argv, in order (Ray, then vLLM once every node is b
     assert.equal(worker.process, "raylet");
     assert.deepEqual(worker.gate, { tcp: "198.18.1.2:6379" });
     const vllm = recordIn(p.vllmLaunch.create);
-    assert.deepEqual(vllm.argv, p.vllmServeArgv);
+    // The head's vLLM with logDir first on PYTHONPATH, to import its key guard from the helper program.
+    assert.deepEqual(vllm.argv, withPythonPath(p.spec.logDir, p.vllmServeArgv));
+    assert.deepEqual(vllm.argv.slice(0, 4), ["sh", "-c", 'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}" exec "$@"', "/var/tmp/spark-vllm"]);
     assert.deepEqual(vllm.after, ["ray"]);
     assert.deepEqual(vllm.secretEnv, { VLLM_API_KEY: API_KEY_FILE });
     assert.equal(vllm.healthUrl, "http://127.0.0.1:8001/health");
@@ -57,7 +59,7 @@ test("the records: the exact argv, in order (Ray, then vLLM once every node is b
     assert.equal(gate.argv[2], "ray-probe");
     assert.deepEqual(JSON.parse(gate.argv[3]).nodes.map((n: { address: string }) => n.address), ["198.18.1.2", "198.18.1.3"]);
     // Written after the process started, so the supervisor never races a first start.
-    assert.ok(p.vllmLaunch.create.indexOf("setsid vllm serve") < p.vllmLaunch.create.lastIndexOf('"name":"vllm"'));
+    assert.ok(p.vllmLaunch.create.indexOf("setsid sh -c") < p.vllmLaunch.create.lastIndexOf('"name":"vllm"'));
     assert.ok(p.hosts[1].rayLaunch!.create.indexOf("\nray start ") < p.hosts[1].rayLaunch!.create.lastIndexOf('"name":"ray"'));
     // Deletes remove the record before they stop anything.
     assert.ok(p.vllmLaunch.delete!.indexOf("vllm.json") < p.vllmLaunch.delete!.indexOf("kill -TERM"));
@@ -76,6 +78,10 @@ test("mp: every host's vllm serve is recorded; headless workers are proven by ru
     assert.equal(head.after, undefined);
     assert.equal(head.gate, undefined);
     assert.ok(worker.argv.includes("--headless"));
+    // Only the head serves HTTP: only its vLLM loads the key guard.
+    assert.ok(head.argv.includes("spark_vllm_tools.SparkVllmKeyGuard"));
+    assert.equal(worker.argv[0], "vllm");
+    assert.ok(!worker.argv.includes("--middleware"));
     assert.equal(worker.secretEnv, undefined);
     assert.equal(worker.provenAfterSeconds, 60);
 });

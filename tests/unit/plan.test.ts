@@ -59,8 +59,8 @@ test("the vllm serve line carries every configured flag, extra args quoted", () 
     });
     assert.deepEqual(p.vllmServeArgv, ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
         "--tensor-parallel-size", "2", "--pipeline-parallel-size", "1", "--distributed-executor-backend", "ray",
-        "--host", "127.0.0.1", "--port", "8001", "--gpu-memory-utilization", "0.85", "--max-model-len", "32768",
-        "--trust-remote-code", "--enable-prefix-caching", "--chat-template-content-format", "it's"]);
+        "--host", "127.0.0.1", "--port", "8001", "--middleware", "spark_vllm_tools.SparkVllmKeyGuard",
+        "--gpu-memory-utilization", "0.85", "--max-model-len", "32768", "--trust-remote-code", "--enable-prefix-caching", "--chat-template-content-format", "it's"]);
     assert.ok(p.vllmLaunch.create.includes(`it'"'"'"'"'"'"'"'"'s`), "nested quoting of a quote inside bash -c");
     assert.equal(p.vllmLaunch.stdin, "apiKey");
     assert.equal(p.endpointProbe.stdin, "apiKey");
@@ -74,7 +74,7 @@ test("launches are detached, time-limited and have a delete", () => {
         assert.ok(l.delete, "every launch has a delete");
         assert.match(l.create, /timeout \d+ /);
     }
-    assert.match(p.vllmLaunch.create, /setsid vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null 9>&- &/);
+    assert.match(p.vllmLaunch.create, /setsid sh -c .*PYTHONPATH=.* \/var\/tmp\/spark-vllm vllm serve .* > \/var\/tmp\/spark-vllm\/vllm-serve\.log 2>&1 < \/dev\/null 9>&- &/);
     for (const c of [p.rayProbe!, p.compat, p.endpointProbe, ...p.hosts.map(h => h.preflight)]) assert.match(c.create, /^timeout \d+ /);
 });
 
@@ -245,7 +245,7 @@ test("with Ray, the head's vLLM launch lists VLLM_API_KEY and the per-host names
     const p = plan(2);
     assert.deepEqual(listed(p), ["RAY_NODE_IP_ADDRESS", "SPARK_VLLM_HOST", "VLLM_API_KEY", "VLLM_HOST_IP"]);
     const ray = p.vllmLaunch.create;
-    assert.ok(ray.indexOf("ray-env") < ray.indexOf("setsid vllm serve"), "before vllm serve starts");
+    assert.ok(ray.indexOf("ray-env") < ray.indexOf("setsid sh -c"), "before vllm serve starts");
     assert.equal(listed(plan(2, raw => { raw.vllm.backend = "mp"; })), undefined);
 });
 

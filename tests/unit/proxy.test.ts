@@ -10,7 +10,7 @@ import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { plannedResources, COMMAND } from "../../components/resources";
 import { resourceNames } from "../../components/naming";
-import { forwardedPathsRegex, nginxConf, proxyConfig, subjectAltName } from "../../components/proxyPlan";
+import { PLAIN_REQUEST_LINE, forwardedPathsRegex, nginxConf, proxyConfig, subjectAltName } from "../../components/proxyPlan";
 import { rawConfig, specProblems } from "../fixtures";
 
 const n = resourceNames();
@@ -60,16 +60,22 @@ test("wiring: the proxy's configuration reads the key on stdin and follows it; t
     assert.equal(container.envs, undefined, "no environment: nothing secret to inspect");
 });
 
-test("nginx.conf: the key from the map file, only the OpenAI API forwarded, SSE unbuffered, long reads, large bodies", () => {
+test("nginx.conf: the key from the map file, only the allow-listed routes forwarded, plain targets only, SSE unbuffered, long reads, large bodies", () => {
     const conf = nginxConf(spec());
     for (const line of ["include /etc/spark-vllm/proxy/api-key.map;", "listen 8000;", "proxy_pass http://127.0.0.1:8001;", "proxy_buffering off;",
         "proxy_read_timeout 3600s;", "client_max_body_size 64m;", "location = /health {", "return 401 '{\"error\": \"Unauthorized\"}';", "return 404 '{\"error\": \"Not Found\"}';"])
         assert.ok(conf.includes(line), line);
     const re = new RegExp(forwardedPathsRegex());
-    for (const p of ["/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/responses", "/v1/responses/resp_1", "/v1/responses/resp_1/cancel", "/v1/audio/transcriptions"])
+    for (const p of ["/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/responses", "/v1/responses/resp_1", "/v1/responses/resp_1/cancel", "/v1/audio/transcriptions",
+        "/v1/rerank", "/v1/score", "/v2/rerank", "/rerank", "/score", "/v1/messages", "/v1/messages/count_tokens", "/metrics"])
         assert.ok(re.test(p), p);
-    for (const p of ["/invocations", "/tokenize", "/metrics", "/v1/score", "/v1/rerank", "/v1/modelsX", "/v1/load_lora_adapter", "/v2/rerank", "/v1/models/../../metrics"])
+    for (const p of ["/invocations", "/tokenize", "/metrics/", "/metricsX", "/metrics/x", "/v1/modelsX", "/v1/load_lora_adapter", "/v1/responses/a/b", "/v1/models/../../metrics", "/v1/responses/../models"])
         assert.ok(!re.test(p), p);
+    // Only plain origin-form request lines get past the server-level check (tests/unit/proxy-nginx.test.ts runs it in nginx).
+    const plain = new RegExp(PLAIN_REQUEST_LINE);
+    for (const l of ["GET /v1/models HTTP/1.1", "POST /v1/chat/completions?x=%2F.. HTTP/1.1", "HEAD /health HTTP/1.0"]) assert.ok(plain.test(l), l);
+    for (const l of ["GET /metrics/../health HTTP/1.1", "GET /metrics%2F..%2Fhealth HTTP/1.1", "GET http://h/health HTTP/1.1", "GET //v1/models HTTP/1.1",
+        "GET /v1/./models HTTP/1.1", "GET / HTTP/1.1", "GET /v1/models/ HTTP/1.1", "GET /v1/models HTTP/2.0", "get /health HTTP/1.1"]) assert.ok(!plain.test(l), l);
 });
 
 /** Runs the configuration script with `key` on stdin in a fresh logDir; the exit status, stderr and the files. */

@@ -11,6 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { joinTools, TOOLS_FILE, TOOLS_MODULES, toolsData, toolsModuleFiles, toolsProgram } from "../../components/toolsProgram";
 import { QWEN35_122B_FP8, writeModel } from "../sim/models";
+import { KEYGUARD_MIDDLEWARE, withPythonPath } from "../../components/plan";
 
 const IMAGE = path.join(__dirname, "..", "sim", "image");
 let dir: string;
@@ -193,7 +194,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts the stand-in `vllm serve` as the launch does: detached, log and pid file. */
-async function serve(faults: object | null): Promise<{ port: number; log: string; pidFile: string; env: Record<string, string> }> {
+async function serve(faults: object | null, extra: { args?: string[]; wrap?: (argv: string[]) => string[] } = {}): Promise<{ port: number; log: string; pidFile: string; env: Record<string, string> }> {
     const port = await freePort();
     const log = path.join(dir, `vllm-${port}.log`);
     const pidFile = path.join(dir, `vllm-${port}.pid`);
@@ -205,8 +206,9 @@ async function serve(faults: object | null): Promise<{ port: number; log: string
         VLLM_SIM_LOCK_DIR: path.join(dir, "locks"),
     } as Record<string, string>;
     const out = fs.openSync(log, "w");
-    const child = spawn(path.join(IMAGE, "bin", "vllm"), ["serve", QWEN35_122B_FP8.id, "--served-model-name", "qwen", "--host", "127.0.0.1", "--port", String(port)],
-        { env, stdio: ["ignore", out, out], detached: true });
+    const argv = [path.join(IMAGE, "bin", "vllm"), "serve", QWEN35_122B_FP8.id, "--served-model-name", "qwen", "--host", "127.0.0.1", "--port", String(port), ...(extra.args ?? [])];
+    const [cmd, ...rest] = extra.wrap ? extra.wrap(argv) : argv;
+    const child = spawn(cmd, rest, { env, stdio: ["ignore", out, out], detached: true });
     child.unref();
     fs.writeFileSync(pidFile, String(child.pid));
     return { port, log, pidFile, env };
@@ -228,6 +230,35 @@ test("endpoint probe: waits for /health, checks /v1/models and a completion with
         assert.match(wrongKey.stderr, /\/v1\/models answered 401 with the API key/);
     } finally {
         process.kill(Number(fs.readFileSync(s.pidFile, "utf8")), "SIGTERM");
+    }
+});
+
+test("the key guard: vllm serve --middleware imports it from the shipped file (logDir on PYTHONPATH); every path but /health asks the key", async () => {
+    const s = await serve({ load_seconds: 1 }, { args: ["--middleware", KEYGUARD_MIDDLEWARE], wrap: argv => withPythonPath(dir, argv) });
+    const open = await serve({ load_seconds: 1 });
+    try {
+        const base = `http://127.0.0.1:${s.port}`;
+        const ready = runTools("endpoint-probe", { ...probeArgs(s), internalPort: s.port }, s.env, "k-123\n");
+        assert.equal(ready.status, 0, ready.stderr);
+        assert.equal(JSON.parse(ready.stdout.trim().split("\n").pop()!).vllmVersion, "0.17.1", "/version read with the key");
+        assert.equal((await fetch(`${base}/health`)).status, 200);
+        for (const p of ["/metrics", "/metricsX", "/version", "/v1/models", "/load", "/ping"]) {
+            const r = await fetch(base + p);
+            assert.equal(r.status, 401, `${p} without the key`);
+            assert.equal(r.headers.get("www-authenticate"), "Bearer");
+        }
+        for (const p of ["/invocations", "/tokenize", "/v1/completions"])
+            assert.equal((await fetch(base + p, { method: "POST", body: "{}" })).status, 401, `POST ${p} without the key`);
+        const metrics = await fetch(`${base}/metrics`, { headers: { Authorization: "Bearer k-123" } });
+        assert.equal(metrics.status, 200);
+        assert.match(await metrics.text(), /^# (HELP|TYPE) vllm:/m);
+        // Without the guard vLLM's own check leaves /metrics open, and the probe says so.
+        assert.equal((await fetch(`http://127.0.0.1:${open.port}/metrics`)).status, 200);
+        const unguarded = runTools("endpoint-probe", { ...probeArgs(open), internalPort: open.port }, open.env, "k-123\n");
+        assert.equal(unguarded.status, 1);
+        assert.match(unguarded.stderr, /answered \/metrics on its loopback port \d+ with 200 without the API key, not 401: its key guard/);
+    } finally {
+        for (const x of [s, open]) process.kill(Number(fs.readFileSync(x.pidFile, "utf8")), "SIGTERM");
     }
 });
 

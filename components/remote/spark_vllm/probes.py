@@ -244,8 +244,17 @@ def endpoint_probe(args):
         if status != 200:
             fail(["%s failed with %s: %s" % ("a one-token completion" if concurrency == 1 else
                                              "one of %d concurrent one-token completions" % concurrency, status, body[:300])])
-    # vLLM's own /version on the head's loopback: the proxy forwards only the OpenAI API.
-    _, version = http("GET", "http://127.0.0.1:%d/version" % args.get("internalPort", args["port"]))
+    # vLLM itself on the head's loopback: its key guard (keyguard.py, `--middleware`) asks the key on every path but
+    # /health, /metrics among them, which vLLM's own --api-key leaves open; then its /version, with the key (the proxy
+    # forwards only the client routes).
+    internal = "http://127.0.0.1:%d" % args.get("internalPort", args["port"])
+    if args.get("internalPort"):
+        status, _ = http("GET", internal + "/metrics")
+        if status != 401:
+            fail(["vLLM on %s answered /metrics on its loopback port %d with %s without the API key, not 401: its key guard "
+                  "(--middleware %s) is not active, so any account on the host reaches it" % (
+                      args["host"], args["internalPort"], status, "spark_vllm_tools.SparkVllmKeyGuard")])
+    _, version = http("GET", internal + "/version", key)
     try:
         version = json.loads(version).get("version")
     except ValueError:

@@ -9,7 +9,9 @@ nodes), checks free memory and the CUDA build against the simulated GB10,
 graph) with real-looking log lines, and only then listens and serves an
 OpenAI-compatible API. Fault switches come from $HF_HOME/sim-faults.json (see
 simcommon.faults and tests/sim/README.md)."""
+import asyncio
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -20,6 +22,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import simcommon as sc
@@ -48,6 +51,27 @@ def verify_token(api_key, authorization):
         return False
     return secrets.compare_digest(hashlib.sha256(param.encode("utf-8")).digest(),
                                   hashlib.sha256(api_key.encode("utf-8")).digest())
+
+def guarded_prefix(version):
+    """The paths vLLM's own --api-key guards, by the image's vLLM version: "/v1" only up to 0.20.1 (vllm 0.20.1 wheel,
+    vllm/entrypoints/openai/server_utils.py AuthenticationMiddleware: `if url_path.startswith("/v1") and not
+    self.verify_token(headers)`); later GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere") (vllm-project/vllm#42594
+    added /v2; vllm/entrypoints/serve/utils/server_utils.py, commit 0753ceeb9cb7d7e39564ebebfe031d179e0c9924), checked as
+    `url_path.startswith(GUARDED_PREFIX)`."""
+    v = tuple(int(p) for p in str(version).split(".")[:3] if p.isdigit())
+    return ("/v1",) if v <= (0, 20, 1) else ("/v1", "/v2", "/inference", "/cohere")
+
+
+def middleware_args(argv):
+    """Every --middleware value, in order (vLLM's FrontendArgs: `action="append"`)."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--middleware" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--middleware="):
+            out.append(a.split("=", 1)[1])
+    return out
+
 
 def vllm_config_root():
     """VLLM_CONFIG_ROOT as vllm/envs.py resolves it: the variable (user-expanded), else $XDG_CONFIG_HOME/vllm, else
@@ -326,6 +350,8 @@ class Server:
         self.port = int(self.opts.get("port") or 8000)
         self.util = float(self.opts.get("gpu-memory-utilization") or 0.9)
         self.api_key = self.opts.get("api-key") or os.environ.get("VLLM_API_KEY") or None
+        self.middleware_paths = middleware_args(self.argv)
+        self.middleware = []
         self.trust = bool(self.opts.get("trust-remote-code"))
         self.rel = sc.release()
         self.version = self.rel.get("version", "0.0.0")
@@ -1245,8 +1271,26 @@ class Server:
         self.kv_tokens = tokens
 
     # ---------------------------------------------------------- http
+    def load_middleware(self):
+        """--middleware as vLLM's build_app loads it (vllm/entrypoints/openai/api_server.py: `module_path, object_name =
+        middleware.rsplit(".", 1)`, `getattr(importlib.import_module(module_path), object_name)`, a class added with
+        app.add_middleware, which Starlette puts outermost): the real module is imported and each request runs through
+        it as ASGI (make_handler's through_middleware). Only classes (pure ASGI middleware) are simulated."""
+        for path in self.middleware_paths:
+            module_path, object_name = path.rsplit(".", 1)
+            try:
+                imported = getattr(importlib.import_module(module_path), object_name)
+            except ImportError as e:
+                self.api.traceback(API_FRAMES, "ModuleNotFoundError: %s" % e)
+                raise Fatal(1)
+            if not isinstance(imported, type):
+                self.api.traceback(API_FRAMES, "ValueError: Invalid middleware %s. Must be a function or a class." % path)
+                raise Fatal(1)
+            self.middleware.append(imported)
+
     def start_http(self):
         a = self.api
+        self.load_middleware()
         a.info("api_server.py:1634", "Supported tasks: ['generate']")
         shown_host = self.host if self.host not in ("", "0.0.0.0") else "0.0.0.0"
         a.info("api_server.py:1912", "Starting vLLM API server 0 on http://%s:%d" % (shown_host, self.port))
@@ -1354,8 +1398,49 @@ def make_handler(srv):
         def err(self, code, msg, typ, param=None):
             self.send_json(code, {"error": {"message": msg, "type": typ, "param": param, "code": code}})
 
+        def through_middleware(self):
+            """Runs the request's scope through the --middleware classes (the last one outermost, as Starlette stacks
+            add_middleware); True when it reached the app, else the middleware's own response has been sent."""
+            if not srv.middleware:
+                return True
+            reached, sent = [], []
+
+            async def app(scope, receive, send):
+                reached.append(True)
+
+            async def receive():
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(message):
+                sent.append(message)
+
+            stack = app
+            for cls in srv.middleware:
+                stack = cls(app=stack)
+            raw = self.path.split("?", 1)
+            scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": self.command,
+                     "scheme": "http", "path": urllib.parse.unquote(raw[0]), "raw_path": raw[0].encode(),
+                     "query_string": (raw[1] if len(raw) > 1 else "").encode(), "root_path": "",
+                     "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()],
+                     "client": self.client_address[:2], "server": srv.sock.getsockname()[:2]}
+            asyncio.run(stack(scope, receive, send))
+            if reached:
+                return True
+            start = next(m for m in sent if m["type"] == "http.response.start")
+            self.send_response(start["status"])
+            for k, v in start.get("headers", []):
+                self.send_header(k.decode("latin-1"), v.decode("latin-1"))
+            self.end_headers()
+            self.wfile.write(b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"))
+            return False
+
         def authorized(self):
-            if not srv.api_key or not self.path.startswith("/v1"):
+            """The --middleware stack, then vLLM's own AuthenticationMiddleware (GUARDED_PREFIX by the image's version,
+            on the path as uvicorn decodes it)."""
+            if not self.through_middleware():
+                return False
+            path = urllib.parse.unquote(self.path.split("?", 1)[0])
+            if not srv.api_key or not path.startswith(guarded_prefix(srv.version)):
                 return True
             if verify_token(srv.api_key, self.headers.get("Authorization")):
                 return True
@@ -1374,7 +1459,10 @@ def make_handler(srv):
                 self.send_json(200, {"version": srv.version})
             elif path == "/load":
                 self.send_json(200, {"server_load": 0})
-            elif path == "/metrics":
+            # Real vLLM mounts Prometheus' ASGI app by prefix (vllm/entrypoints/openai/api_server.py mount_metrics:
+            # `Mount("/metrics", make_asgi_app())` with `path_regex = re.compile("^/metrics(?P<path>.*)$")`), so
+            # /metricsX and /metrics/… answer metrics too.
+            elif path.startswith("/metrics"):
                 body = metrics(srv).encode()
                 self.send_response(200)
                 self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
