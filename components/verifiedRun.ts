@@ -79,8 +79,8 @@ const PIN_TAR = [
 export function pinTools(container: string, sum: string): string[] {
     return [
         `if docker inspect --type container ${shq(container)} >/dev/null 2>&1; then`,
-        `  python3 -c ${shq(PIN_TAR)} "$${sum}" ${shq(TOOLS_PIN_FILE)} | docker cp - ${shq(`${container}:/`)} >/dev/null || ` +
-            `{ echo ${shq(`spark-vllm: could not record the new helper program's sha256 in container ${container} (${TOOLS_PIN_FILE}); its supervisor would refuse the program: remove the container (docker rm -f ${container}) and run pulumi up --refresh`)} >&2; exit 1; }`,
+        `  pinned=$(python3 -c ${shq(PIN_TAR)} "$${sum}" ${shq(TOOLS_PIN_FILE)} | docker cp - ${shq(`${container}:/`)} 2>&1) || ` +
+            `{ echo "$pinned" >&2; echo ${shq(`spark-vllm: could not record the new helper program's sha256 in container ${container} (${TOOLS_PIN_FILE}); its supervisor would refuse the program: remove the container (docker rm -f ${container}) and run pulumi up --refresh`)} >&2; exit 1; }`,
         `fi`,
     ];
 }
