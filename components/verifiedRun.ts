@@ -32,7 +32,7 @@ export const VERIFIED_RUN = [
     `try:`,
     `    src = open(path, "rb").read()`,
     `except OSError as e:`,
-    `    sys.stderr.write("spark-vllm: cannot read the helper program %s (%s): run pulumi up to install it\\n" % (path, e.strerror)); sys.exit(97)`,
+    `    sys.stderr.write("spark-vllm: cannot read the helper program %s (%s): install it again (spark-vllm status prints the command)\\n" % (path, e.strerror)); sys.exit(97)`,
     `got = hashlib.sha256(src).hexdigest()`,
     `whose = "the helper program this spark-vllm places"`,
     `if want.startswith("/"):`,

@@ -69,5 +69,5 @@ test("the verified run hashes and runs the same bytes: a program swapped after t
     assert.equal(swapped.status, 97);
     assert.equal(swapped.stdout, "");
     fs.rmSync(file);
-    assert.match(run().stderr, /cannot read the helper program .*prog\.py \(No such file or directory\): run pulumi up/);
+    assert.match(run().stderr, /cannot read the helper program .*prog\.py \(No such file or directory\): install it again \(spark-vllm status prints the command\)/);
 }));
