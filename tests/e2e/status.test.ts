@@ -13,6 +13,9 @@ import { simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { waitFor } from "../sim/util";
+import * as crypto from "node:crypto";
+import { parseSpec } from "../../components/spec";
+import { packTools, planCluster, toolsProgram } from "../../components/plan";
 
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("status");
@@ -116,6 +119,19 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
         assert.ok(problem?.includes(`run \`pulumi up -s day2 --replace '${tuUrn}'\``), swapped.report.problems.join("\n"));
         await suite.sim.exec("spark-b", `cp -p /var/tmp/tools.genuine ${tools} && rm -f /var/tmp/tools.genuine`);
         await waitFor("the supervisor, on the genuine program", async () => count(await logs(), "spark-vllm supervise: watching") > watching, 60_000, 1000);
+
+        // The next program's install (the planned tools command, over ssh) pins it in the existing container with
+        // docker cp: a restarted container's supervisor runs it.
+        const raw = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k.replace(/^spark-vllm:/, ""), v]));
+        const next = toolsProgram() + "# the next version\n";
+        const installed = await suite.sim.ssh("spark-b", planCluster(parseSpec(raw)).hosts[1].tools.create, { input: packTools(next), timeoutMs: 60_000 });
+        assert.equal(installed.code, 0, installed.stderr);
+        const pinned = await suite.sim.docker("spark-b", ["exec", "spark-vllm-spark-b", "sh", "-c", "cat /var/lib/spark-vllm/tools.sha256; stat -c %a /var/lib/spark-vllm/tools.sha256"]);
+        assert.equal(pinned.stdout, `${crypto.createHash("sha256").update(next).digest("hex")}\n600\n`);
+        const before = count(await logs(), "spark-vllm supervise: watching");
+        await suite.sim.docker("spark-b", ["restart", "-t", "1", "spark-vllm-spark-b"]);
+        await waitFor("the supervisor, on the next program", async () => count(await logs(), "spark-vllm supervise: watching") > before, 60_000, 1000);
+        assert.ok(!(await logs()).includes(`${refusal}${crypto.createHash("sha256").update(next).digest("hex")}`));
     } finally {
         await suite.sim.setFaults("spark-a", null);
         const d = await destroy(stack);
