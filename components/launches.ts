@@ -6,6 +6,7 @@
 // automatically/), its main process is the supervisor, and the container's own file system, which holds the records
 // and the secrets' 0600 files, is the one the launches wrote to (the same container, not a new one).
 import { argvLine, shq } from "./scripts";
+import { TOOLS_PIN_FILE, verifiedTools } from "./verifiedRun";
 
 /** Inside every vLLM container (not a mount): root-only, gone with the container, kept across its restarts. */
 export const RECORDS_DIR = "/var/lib/spark-vllm/launches";
@@ -35,9 +36,14 @@ export interface LaunchRecord {
     provenAfterSeconds?: number;
 }
 
-/** The supervisor as the container's main process: a shell loop, so a crash of the supervisor never ends the container. */
-export function supervisorEntrypoint(toolsPath: string): { entrypoint: string[]; command: string[] } {
-    const loop = `while :; do if [ -f ${shq(toolsPath)} ]; then python3 ${shq(toolsPath)} supervise "$1"; fi; sleep 5; done`;
+/**
+ * The supervisor as the container's main process: a shell loop, so a crash of the supervisor never ends the container.
+ * Issue 30: it runs the helper program only when its sha256 is the one pinned in the container (components/
+ * verifiedRun.ts: the bytes hashed are the bytes run); a program swapped in logDir is refused, every 5 s, with why
+ * on the container's log. The digest is not in these arguments: a new program would then replace every container.
+ */
+export function supervisorEntrypoint(toolsPath: string, pin: string = TOOLS_PIN_FILE): { entrypoint: string[]; command: string[] } {
+    const loop = `while :; do if [ -f ${shq(toolsPath)} ]; then ${argvLine(verifiedTools(toolsPath, pin, ["supervise"]))} "$1"; fi; sleep 5; done`;
     return { entrypoint: ["/bin/sh", "-c", loop, "spark-vllm-supervise"], command: [JSON.stringify({ dir: RECORDS_DIR })] };
 }
 

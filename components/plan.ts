@@ -6,6 +6,7 @@ import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunn
 import { findModel } from "./catalog";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
+import { pinTools } from "./verifiedRun";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
 import { proxyConfig, proxyContainer, proxyDir, proxyTls } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerEnv, ownerLabels, proxyOwnerLabels } from "./ownership";
@@ -321,7 +322,9 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
             // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
-            `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}sum=$(sha256sum "$tmp" | cut -d' ' -f1) && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            // The container's supervisor runs only the program whose sha256 is pinned in it (components/verifiedRun.ts).
+            ...pinTools(containerName(host.name), "sum"),
         ]),
         delete: owner ? script([
             `rm -f ${shq(toolsPath(spec))}`,

@@ -13,7 +13,11 @@ import { resourceNames } from "./naming";
 import { shq } from "./scripts";
 
 /** The parent chain of each component's commands under index.ts's SparkCluster (pinned: tests/unit/fixtures/stack-urns.json). */
-const PARENTS = { ModelEndpoint: "spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint", RayCluster: "spark-vllm:index:SparkCluster$spark-vllm:index:RayCluster" };
+const PARENTS = {
+    ModelEndpoint: "spark-vllm:index:SparkCluster$spark-vllm:index:ModelEndpoint",
+    RayCluster: "spark-vllm:index:SparkCluster$spark-vllm:index:RayCluster",
+    SparkHost: "spark-vllm:index:SparkCluster$spark-vllm:index:SparkHost",
+};
 
 /** A remote command's URN (urn.New: `urn:pulumi:STACK::PROJECT::PARENT-TYPES$TYPE::NAME`, sdk/go/common/resource/urn/urn.go). */
 function commandUrn(owner: Owner, parent: keyof typeof PARENTS, name: string): string {
@@ -24,6 +28,11 @@ function commandUrn(owner: Owner, parent: keyof typeof PARENTS, name: string): s
 export function memoryGateUrns(owner: Owner, hosts: string[]): string[] {
     const n = resourceNames();
     return hosts.map(h => commandUrn(owner, "ModelEndpoint", n.host(h, "memory")));
+}
+
+/** A host's helper program install (components/plan.ts toolsInstall): replacing it writes the program and its pin again. */
+export function toolsUrn(owner: Owner, host: string): string {
+    return commandUrn(owner, "SparkHost", resourceNames().host(host, "tools"));
 }
 
 /** The command whose `create` wrote a host's launch record (components/launches.ts LaunchRecord.name); undefined for another name. */

@@ -5,44 +5,14 @@ import { argvLine, dockerExec, script, shq } from "./scripts";
 import { containerName } from "./naming";
 import { dockerSshOpts } from "./connection";
 import { RECORDS_DIR } from "./launches";
-import { relaunchUrns, replaceCommand } from "./relaunch";
-import * as crypto from "crypto";
+import { relaunchUrns, replaceCommand, toolsUrn } from "./relaunch";
+import { helperDigest, verifiedTools } from "./verifiedRun";
 
 /** The line the host script prints when the helper program in logDir is not the one this plan places. */
 const REFUSED_LINE = "spark-vllm-helper-refused ";
 
-/** sha256 (hex) of the helper program the plan places: what status expects to find in logDir. */
-export function helperDigest(content: string): string {
-    return crypto.createHash("sha256").update(content, "utf8").digest("hex");
-}
-
-/**
- * Issue 30: runs the helper program only when its bytes have the expected sha256. `python3 -c VERIFIED_RUN PATH
- * SHA256 [ARGS…]` reads the file once, hashes those bytes and, when they match, runs the same bytes (exec of the
- * compiled text, `__name__ == "__main__"`, sys.argv as `python3 PATH ARGS…` would set it), so a program swapped
- * between the check and the run is never run. Without ARGS it only checks. A mismatch prints why on stderr and
- * exits 97 without running anything.
- */
-export const VERIFIED_RUN = [
-    `import hashlib, sys`,
-    `path, want = sys.argv[1], sys.argv[2]`,
-    `try:`,
-    `    src = open(path, "rb").read()`,
-    `except OSError as e:`,
-    `    sys.stderr.write("spark-vllm: cannot read the helper program %s (%s): run pulumi up to install it\\n" % (path, e.strerror)); sys.exit(97)`,
-    `got = hashlib.sha256(src).hexdigest()`,
-    `if got != want:`,
-    `    sys.stderr.write("spark-vllm: refusing to run %s: its sha256 is %s, not %s, the helper program this spark-vllm places; ` +
-        `it was changed on the host, or the stack was deployed by another spark-vllm version: check who can write it, then run pulumi up to install it again\\n" % (path, got, want)); sys.exit(97)`,
-    `if len(sys.argv) > 3:`,
-    `    sys.argv = [path] + sys.argv[3:]`,
-    `    exec(compile(src, path, "exec"), {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})`,
-].join("\n");
-
-/** The argv that runs the helper program at PATH with ARGS only if its sha256 is DIGEST. */
-export function verifiedTools(path: string, digest: string, args: readonly string[]): string[] {
-    return ["python3", "-c", VERIFIED_RUN, path, digest, ...args];
-}
+// Issue 30: only the helper program the plan places is run (components/verifiedRun.ts); re-exported for the tests.
+export { VERIFIED_RUN, helperDigest, verifiedTools } from "./verifiedRun";
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
 const CONTAINER_LINE = "spark-vllm-container ";
@@ -187,7 +157,9 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             continue;
         }
         if (r.helperRefused !== undefined) {
-            problems.push(`${r.host}: nothing was asked of the host's helper program: ${r.helperRefused}`);
+            // A plain `up` does not install it again: the tools command's inputs did not change.
+            problems.push(`${r.host}: nothing was asked of the host's helper program: ${r.helperRefused}` +
+                `\n    to install it again (and pin it in the container): run \`${replaceCommand(owner, [toolsUrn(owner, r.host)])}\``);
             continue;
         }
         if (r.container !== "running") {

@@ -1,7 +1,8 @@
 // Day two on the simulated Sparks: the serving proof's figures in the outputs, and `spark-vllm status` against a
 // healthy cluster, one whose supervisor gave up relaunching vLLM (the page cache fills the memory vLLM's start-up check
 // wants: every relaunch dies, docs/operations.md "Known limit"), a degraded one (vLLM dead, no record to relaunch it)
-// and a dead one (containers stopped: the supervisor's marker is still read from the stopped head). Needs root.
+// and a dead one (containers stopped: the supervisor's marker is still read from the stopped head); a helper program
+// swapped in logDir, refused by the container's entrypoint and by status. Needs root.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -11,6 +12,10 @@ import * as yaml from "js-yaml";
 import { simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
+import { waitFor } from "../sim/util";
+import * as crypto from "node:crypto";
+import { parseSpec } from "../../components/spec";
+import { packTools, planCluster, toolsProgram } from "../../components/plan";
 
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("status");
@@ -90,6 +95,43 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
             dead.report.problems.join("\n"));
         assert.equal(dead.report.hosts[0].container, "exited");
         assert.deepEqual(dead.report.hosts[0].givenUp.map((g: { name: string }) => g.name), ["vllm"], "read from the stopped container");
+
+        // Issue 30: a program swapped in logDir is not run by the container's entrypoint (the sha256 pinned in the
+        // container at its first start) nor by status; the genuine one, put back, is run again.
+        const tools = "/var/tmp/spark-vllm/spark_vllm_tools.py", ran = "/var/tmp/spark-vllm/planted-ran";
+        const logs = async () => { const l = await suite.sim.docker("spark-b", ["logs", "spark-vllm-spark-b"]); return l.stdout + l.stderr; };
+        const count = (text: string, what: string) => text.split(what).length - 1;
+        const genuine = (await suite.sim.exec("spark-b", `sha256sum ${tools} | cut -d' ' -f1`)).stdout.trim();
+        assert.equal((await suite.sim.docker("spark-b", ["cp", "spark-vllm-spark-b:/var/lib/spark-vllm/tools.sha256", "-"])).code, 0);
+        await suite.sim.exec("spark-b", `cp -p ${tools} /var/tmp/tools.genuine && printf 'open("${ran}", "w").write("ran")\n' > ${tools}`);
+        const watching = count(await logs(), "spark-vllm supervise: watching");
+        await suite.sim.docker("spark-b", ["start", "spark-vllm-spark-b"]);
+        const refusal = `spark-vllm: refusing to run ${tools}: its sha256 is `;
+        await waitFor("the entrypoint's refusal", async () => (await logs()).includes(refusal), 60_000, 1000);
+        assert.ok((await logs()).includes(`not ${genuine}, the one the last install pinned in /var/lib/spark-vllm/tools.sha256`));
+        await new Promise(res => setTimeout(res, 6000)); // one more turn of the loop
+        assert.equal((await suite.sim.exec("spark-b", `test -e ${ran}`)).code, 1, "the planted program ran");
+        assert.equal(count(await logs(), "spark-vllm supervise: watching"), watching, "a supervisor started");
+        const swapped = status();
+        assert.equal(swapped.code, 5);
+        const tuUrn = "urn:pulumi:day2::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:SparkHost$command:remote:Command::spark-spark-b-tools";
+        const problem = swapped.report.problems.find((p: string) => p.startsWith("spark-b: nothing was asked of the host's helper program: spark-vllm: refusing to run"));
+        assert.ok(problem?.includes(`run \`pulumi up -s day2 --replace '${tuUrn}'\``), swapped.report.problems.join("\n"));
+        await suite.sim.exec("spark-b", `cp -p /var/tmp/tools.genuine ${tools} && rm -f /var/tmp/tools.genuine`);
+        await waitFor("the supervisor, on the genuine program", async () => count(await logs(), "spark-vllm supervise: watching") > watching, 60_000, 1000);
+
+        // The next program's install (the planned tools command, over ssh) pins it in the existing container with
+        // docker cp: a restarted container's supervisor runs it.
+        const raw = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k.replace(/^spark-vllm:/, ""), v]));
+        const next = toolsProgram() + "# the next version\n";
+        const installed = await suite.sim.ssh("spark-b", planCluster(parseSpec(raw)).hosts[1].tools.create, { input: packTools(next), timeoutMs: 60_000 });
+        assert.equal(installed.code, 0, installed.stderr);
+        const pinned = await suite.sim.docker("spark-b", ["exec", "spark-vllm-spark-b", "sh", "-c", "cat /var/lib/spark-vllm/tools.sha256; stat -c %a /var/lib/spark-vllm/tools.sha256"]);
+        assert.equal(pinned.stdout, `${crypto.createHash("sha256").update(next).digest("hex")}\n600\n`);
+        const before = count(await logs(), "spark-vllm supervise: watching");
+        await suite.sim.docker("spark-b", ["restart", "-t", "1", "spark-vllm-spark-b"]);
+        await waitFor("the supervisor, on the next program", async () => count(await logs(), "spark-vllm supervise: watching") > before, 60_000, 1000);
+        assert.ok(!(await logs()).includes(`${refusal}${crypto.createHash("sha256").update(next).digest("hex")}`));
     } finally {
         await suite.sim.setFaults("spark-a", null);
         const d = await destroy(stack);

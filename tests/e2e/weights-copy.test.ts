@@ -1,5 +1,5 @@
-// End to end on simulated Sparks (needs root): head-then-copy hardened (issue 13). The real copy with its generated
-// token, the head's server gone after `up`; the real server refusing requests without the token, listings, bad
+// End to end on simulated Sparks (needs root): head-then-copy hardened (issues 13, 30). The real copy with its generated
+// token (each worker presents its own, derived from it), the head's server gone after `up`; the real server refusing requests without the token, listings, bad
 // ranges and a snapshot that links out of the model's folder; and the worker's planned copy command (over real ssh,
 // in its real container) against a malicious head (tests/sim/weights/fake-head.py on the head's fabric address):
 // names with `../`, a revision that is a path, bytes that do not match their sha256. The worker refuses each, naming
@@ -17,6 +17,7 @@ import { resourceNames } from "../../components/naming";
 import { parseSpec } from "../../components/spec";
 import { planCluster } from "../../components/plan";
 import { COMMAND, plannedResources } from "../../components/resources";
+import { workerCopyToken } from "../../components/copyToken";
 
 const N = resourceNames();
 const suite = simSuite("e2e-weights", { weights: "head-then-copy" });
@@ -25,6 +26,8 @@ const CACHE = "/root/.cache/huggingface";
 const REPO = `${CACHE}/hub/${modelCacheName(MODEL)}`;
 const PORT = 20080;
 const TOKEN = "e2e-copy-token-0123456789";
+/** What spark-b's copy receives and presents: its own token, derived from the stack's (issue 30, components/copyToken.ts). */
+const WORKER = workerCopyToken(TOKEN, "spark-b");
 const FAKE_DIR = "/var/tmp/fake-head";
 /** From the worker's snapshot folder (7 levels below /) to the host-mounted logDir: outside the cache, seen on the host. */
 const ESCAPE = "../../../../../../../var/tmp/spark-vllm";
@@ -96,10 +99,12 @@ describe("head-then-copy, hardened", () => {
         const server = suite.sim.ssh("spark-a", plannedCreate(stack, N.of("weights-source")), { input: `${TOKEN}\n`, timeoutMs: 120_000 });
         await waitListening("spark-a", PORT);
         const base = `http://${suite.sim.hosts[0].address}:${PORT}`;
-        const auth = { Authorization: `Bearer ${TOKEN}` };
+        const auth = { Authorization: `Bearer ${WORKER}` };
         for (const p of ["/manifest.json", "/files/config.json", "/"]) {
             assert.equal((await http(base + p)).status, 401, p);
             assert.equal((await http(base + p, { Authorization: "Bearer wrong" })).status, 401, p);
+            // The stack's own token names no worker: refused too (a worker only ever holds its own).
+            assert.equal((await http(base + p, { Authorization: `Bearer ${TOKEN}` })).status, 401, p);
         }
         for (const p of ["/", "/files/", "/files/..%2F..%2Frefs%2Fmain", "/config.json"]) assert.equal((await http(base + p, auth)).status, 404, p);
         const manifest = JSON.parse((await http(`${base}/manifest.json`, auth)).body);
@@ -111,7 +116,7 @@ describe("head-then-copy, hardened", () => {
         assert.equal(beyond.status, 416);
         assert.equal(beyond.headers.get("content-range"), `bytes */${size}`);
         assert.equal((await http(`${base}/files/config.json`, { ...auth, Range: "bytes=5-2" })).status, 416);
-        const copy = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 120_000 });
+        const copy = await suite.sim.ssh("spark-b", workerCopy, { input: `${WORKER}\n`, timeoutMs: 120_000 });
         assert.equal(copy.code, 0, copy.stderr);
         const done = await server;
         assert.equal(done.code, 0, done.stderr);
@@ -138,7 +143,7 @@ describe("head-then-copy, hardened", () => {
             fs.mkdirSync(dir, { recursive: true });
             fs.copyFileSync(path.join(__dirname, "..", "sim", "weights", "fake-head.py"), path.join(dir, "fake-head.py"));
             const b64 = Object.fromEntries(Object.entries(files).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-            fs.writeFileSync(path.join(dir, "spec.json"), JSON.stringify({ bind: fakeHost().address, port: PORT, token: TOKEN, manifest, files: b64 }));
+            fs.writeFileSync(path.join(dir, "spec.json"), JSON.stringify({ bind: fakeHost().address, port: PORT, token: WORKER, manifest, files: b64 }));
             await suite.sim.exec("spark-a", `setsid python3 ${FAKE_DIR}/fake-head.py ${FAKE_DIR}/spec.json > ${FAKE_DIR}/log 2>&1 < /dev/null & echo $! > ${FAKE_DIR}/pid`);
             try {
                 await waitListening("spark-a", PORT);
@@ -157,7 +162,7 @@ describe("head-then-copy, hardened", () => {
             await withFakeHead({ revision: REV, files: { "config.json": entry("{}"), [evil]: entry("owned"), "/tmp/abs": entry("x") } },
                 { "config.json": "{}", [evil]: "owned", "/tmp/abs": "x" }, async () => {
                     const before = await footprint();
-                    const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                    const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${WORKER}\n`, timeoutMs: 60_000 });
                     console.log(`--- the worker refused as expected:\n${r.stderr}---`);
                     assert.equal(r.code, 1);
                     assert.match(r.stderr, new RegExp(`^spark-b: refusing the weights manifest from http://${esc(suite.sim.host("spark-a").address)}:20080; nothing was written:$`, "m"));
@@ -172,7 +177,7 @@ describe("head-then-copy, hardened", () => {
             const revision = `${ESCAPE.replace(/^\.\.\//, "")}/pwned-rev`;
             await withFakeHead({ revision, files: { "config.json": entry("{}") } }, { "config.json": "{}" }, async () => {
                 const before = await footprint();
-                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${WORKER}\n`, timeoutMs: 60_000 });
                 assert.equal(r.code, 1);
                 assert.ok(r.stderr.includes(`  revision "${revision}" is not a 40-hex commit hash`), r.stderr);
                 assert.equal(await footprint(), before);
@@ -183,7 +188,7 @@ describe("head-then-copy, hardened", () => {
         test("bytes that do not match their sha256: refused, the snapshot untouched, no partial file left", async () => {
             const files = { "config.json": entry("{}"), "model-00001-of-00001.safetensors": entry("the real weights") };
             await withFakeHead({ revision: REV, files }, { "config.json": "{}", "model-00001-of-00001.safetensors": "the EVIL weights" }, async () => {
-                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${TOKEN}\n`, timeoutMs: 60_000 });
+                const r = await suite.sim.ssh("spark-b", workerCopy, { input: `${WORKER}\n`, timeoutMs: 60_000 });
                 assert.equal(r.code, 1);
                 assert.match(r.stderr, /^spark-b: refusing the head's copy of Qwen\/Qwen3\.5-122B-A10B-FP8; the snapshot was not changed:$/m);
                 assert.ok(r.stderr.includes(`  model-00001-of-00001.safetensors: content does not match: sha256 ${sha256("the EVIL weights")}, ` +

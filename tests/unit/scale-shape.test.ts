@@ -137,5 +137,6 @@ test("program: the helper program travels once per host, on its tools command's 
     const sample = packed.slice(packed.length / 2, packed.length / 2 + 200);
     const carriers = rs.filter(r => JSON.stringify(r.inputs).includes(sample)).map(r => r.name).sort();
     assert.deepEqual(carriers, tools.map(t => t.name).sort());
-    for (const t of tools) assert.ok(JSON.stringify({ ...t.inputs, stdin: undefined }).length < 4000, `${t.name}: no second copy beside stdin`);
+    // The install's own script (logDir chain check, pin in the container: issue 30) is some 3 KB; a copy would be > 10 KB.
+    for (const t of tools) assert.ok(JSON.stringify({ ...t.inputs, stdin: undefined }).length < 8000, `${t.name}: no second copy beside stdin`);
 });

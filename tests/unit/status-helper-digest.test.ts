@@ -43,10 +43,13 @@ test("a swapped helper program is not run, by the host script or in the containe
     assert.ok(!fs.existsSync(marker), "the planted program ran");
     const report = parseHostOutput(plan.hosts[0], r.status, r.stdout, r.stderr);
     const got = crypto.createHash("sha256").update(planted).digest("hex");
-    assert.match(report.helperRefused ?? "", new RegExp(`^spark-vllm: refusing to run ${tools}: its sha256 is ${got}, not ${helperDigest(plan.hosts[0].tools.content)}, the helper program this spark-vllm places; .*run pulumi up to install it again$`));
+    assert.match(report.helperRefused ?? "", new RegExp(`^spark-vllm: refusing to run ${tools}: its sha256 is ${got}, not ${helperDigest(plan.hosts[0].tools.content)}, the helper program this spark-vllm places; .*then install it again \\(spark-vllm status prints the command\\)$`));
     const status = clusterStatus(plan, "two", [report]);
     assert.equal(status.serving, false);
     assert.match(renderStatus(status), /- spark-a: nothing was asked of the host's helper program: spark-vllm: refusing to run /);
+    // A plain `up` would not install it again (the tools command's inputs are unchanged): the host's tools command is replaced.
+    assert.ok(status.problems[0].endsWith("\n    to install it again (and pin it in the container): run `pulumi up -s two --replace " +
+        "'urn:pulumi:two::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:SparkHost$command:remote:Command::spark-spark-a-tools'`"), status.problems[0]);
     // The real program passes and runs.
     fs.writeFileSync(tools, toolsProgram());
     const ok = spawnSync("sh", ["-s"], { input: hostStatusScript(plan, plan.hosts[0]), encoding: "utf8", env: { ...process.env, PATH: `${path.join(dir, "bin")}:${process.env.PATH}` } });
@@ -66,5 +69,5 @@ test("the verified run hashes and runs the same bytes: a program swapped after t
     assert.equal(swapped.status, 97);
     assert.equal(swapped.stdout, "");
     fs.rmSync(file);
-    assert.match(run().stderr, /cannot read the helper program .*prog\.py \(No such file or directory\): run pulumi up/);
+    assert.match(run().stderr, /cannot read the helper program .*prog\.py \(No such file or directory\): install it again \(spark-vllm status prints the command\)/);
 }));
