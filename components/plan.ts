@@ -4,6 +4,7 @@ import * as zlib from "zlib";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, pidFromFile, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { findModel } from "./catalog";
+import { MEMORY_DEFAULTS } from "./memory";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { RAY_NON_CARRY_OVER, RAY_TOKEN_FILE, installRayToken, rayAuthEnv } from "./rayAuth";
@@ -331,6 +332,17 @@ const copySource = (spec: ClusterSpec) => `http://${spec.hosts[0].fabric.address
 export const COPY_IDLE_SECONDS = 300;
 const COPY_SECONDS = 4 * 3600;
 
+/** What the weights command compares the model's real size with: memory.ts planMemory's figures per GPU. */
+export function weightsFitArgs(spec: ClusterSpec) {
+    return {
+        tensorParallelSize: spec.vllm.tensorParallelSize,
+        pipelineParallelSize: spec.vllm.pipelineParallelSize,
+        gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization,
+        usableGiB: MEMORY_DEFAULTS.usableGiB,
+        reserveGiB: MEMORY_DEFAULTS.reserveGiB,
+    };
+}
+
 function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandPlan {
     const isHead = host === spec.hosts[0];
     const strategy = spec.model.weights === "present" ? "present"
@@ -345,6 +357,9 @@ function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandP
         strategy,
         ...(stdin ? { tokenOnStdin: true } : {}),
         ...(strategy === "download" && entry ? { expectedBytes: entry.weightBytes } : {}),
+        // The real size (hub listing before a download, safetensors headers on disk) against this much memory per GPU:
+        // refused with the figures before any download or launch (spark_vllm/weights_size.py; docs/memory.md).
+        fit: weightsFitArgs(spec),
         ...(strategy === "copy" ? { source: copySource(spec), waitSeconds: COPY_IDLE_SECONDS / 2 } : {}),
     };
     const seconds = strategy === "present" ? 120 : COPY_SECONDS;
