@@ -89,6 +89,11 @@ export interface HostPlan {
      * in the container with what vLLM will ask for (unified memory; components/remote/spark_vllm/memory.py).
      */
     memoryGate: CommandPlan;
+    /**
+     * Once the endpoint answered: free memory left in this host's container with vLLM loaded (CUDA free, MemAvailable),
+     * a warning below LOW_AFTER_LOAD_GIB (components/remote/spark_vllm/memory.py memory-after-load; docs/memory.md).
+     */
+    memoryAfterLoad: CommandPlan;
 }
 
 /** The whole plan: every container, environment, command line and probe as plain data. No Pulumi. */
@@ -555,6 +560,10 @@ function clusterOnHost(spec: ClusterSpec, host: HostSpec): { what: string; runni
     return { what: servesHere ? "vLLM" : "Ray, which runs vLLM's workers here,", running: withTimeout(30, dockerExecScript(containerName(host.name), test)) };
 }
 
+function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
+    return { create: withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-after-load", json({ host: host.name })]))), timeoutSeconds: 60 };
+}
+
 /**
  * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
@@ -634,6 +643,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(spec, containerName(host.name), ray, role) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
             memoryGate: memoryGate(spec, host, owner),
+            memoryAfterLoad: memoryAfterLoad(spec, host),
             ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
         };
     });
