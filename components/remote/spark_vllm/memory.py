@@ -137,8 +137,8 @@ def memory_check(args):
 
 
 # After the weights load: vLLM holds its share (gpuMemoryUtilization x total) for weights and KV cache, and what is
-# left is all the OS, Docker, Ray and the page cache have (owners of two Sparks see free memory fall to 17-19 GiB
-# right after loading at 0.85, about the default headroom). Below LOW_AFTER_LOAD_GIB a warning names the host:
+# left is all the OS, Docker, Ray and the page cache have (owners of two Sparks report free memory falling 17-19 GiB
+# right after loading, about the default headroom: issue 29). Below LOW_AFTER_LOAD_GIB a warning names the host:
 # 4 GiB is the planner's per-GPU runtime reserve (components/memory.ts MEMORY_DEFAULTS.reserveGiB, vLLM's profiled
 # activation peak on a GB10), the swing a burst of requests or a log-heavy host can take out of unified memory
 # before the kernel's OOM killer picks the largest process: vLLM (docs/memory.md).

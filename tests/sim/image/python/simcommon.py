@@ -93,9 +93,9 @@ def drop_caches():
 
 
 def vllm_hold_path(pid):
-    """File a running stand-in vLLM writes its share into (next to sim-faults.json), as real vLLM holds
-    gpuMemoryUtilization x total for weights and KV cache once loaded."""
-    return os.path.join(os.path.dirname(faults_path()), "sim-vllm-holds-%d" % pid)
+    """File a running stand-in vLLM writes its share into (beside the faults file, which stands for one host), as real
+    vLLM holds gpuMemoryUtilization x total for weights and KV cache once loaded."""
+    return "%s.vllm-holds-%d" % (faults_path(), pid)
 
 
 def hold_vllm_memory(gib):
@@ -106,9 +106,9 @@ def hold_vllm_memory(gib):
 def vllm_held_gib():
     """What live stand-in vLLM processes of this host's container hold (a stale file of a dead pid is ignored)."""
     held = 0.0
-    folder = os.path.dirname(faults_path())
+    folder, prefix = os.path.dirname(faults_path()), os.path.basename(faults_path()) + ".vllm-holds-"
     for name in (os.listdir(folder) if os.path.isdir(folder) else []):
-        if not name.startswith("sim-vllm-holds-"):
+        if not name.startswith(prefix):
             continue
         try:
             os.kill(int(name.rsplit("-", 1)[1]), 0)
