@@ -97,6 +97,15 @@ def mem_available_bytes():
     return None
 
 
+def is_integrated_gpu(torch):
+    """CUDA's integrated flag (torch.cuda.get_device_properties(0).is_integrated), or None when this torch cannot say:
+    then startup_free_source falls back to the capability list."""
+    try:
+        return getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
+    except Exception:
+        return None
+
+
 def image_vllm_version():
     try:
         from importlib.metadata import version
@@ -116,7 +125,7 @@ def memory_check(args):
         import torch
         cuda_free, total = torch.cuda.mem_get_info()
         capability = tuple(torch.cuda.get_device_capability())
-        integrated = getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
+        integrated = is_integrated_gpu(torch)
     except Exception as e:
         fail(["%s: cannot read GPU memory in the container (%s: %s): check the GPU with nvidia-smi there"
               % (args["host"], type(e).__name__, e)])
@@ -151,7 +160,7 @@ def free_now(host):
     import torch
     cuda_free, total = torch.cuda.mem_get_info()
     capability = tuple(torch.cuda.get_device_capability())
-    integrated = getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
+    integrated = is_integrated_gpu(torch)
     available = mem_available_bytes()
     version = image_vllm_version()
     source = startup_free_source(version, capability, integrated)

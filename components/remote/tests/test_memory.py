@@ -48,6 +48,18 @@ class Verdict(unittest.TestCase):
                 mock.patch("spark_vllm.memory.image_vllm_version", lambda: version):
             return call(command or memory_check, args or {"host": "spark-a", "gpuMemoryUtilization": 0.85})
 
+    def test_a_torch_without_device_properties_falls_back_to_the_capability_list(self):
+        # The e2e bed's torch stand-in lacked get_device_properties and every memory gate failed (AttributeError).
+        torch = types.ModuleType("torch")
+        torch.cuda = types.SimpleNamespace(mem_get_info=lambda: (int(90 * GIB), int(121.69 * GIB)), get_device_capability=lambda: (12, 1))
+        psutil = types.ModuleType("psutil")
+        psutil.virtual_memory = lambda: types.SimpleNamespace(available=int(110 * GIB))
+        with mock.patch.dict(sys.modules, {"torch": torch, "psutil": psutil}), \
+                mock.patch("spark_vllm.memory.image_vllm_version", lambda: "0.17.1"):
+            code, out, err = call(memory_check, {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out[-1])["freeSource"], "mem-available")
+
     def test_after_the_load_both_figures_and_a_warning_below_4_gib(self):
         self.assertEqual(LOW_AFTER_LOAD_GIB, 4.0)
         # Two Sparks at 0.85 after the load: about the 18.25 GiB headroom less the OS: no warning.
