@@ -109,7 +109,7 @@ describe("unified memory", () => {
 });
 
 describe("models the catalog does not know", () => {
-    test("one whose real weights exceed two Sparks is a warning at preview and refused, with the figures, before any launch", async () => {
+    test("one whose real weights exceed two Sparks is refused, with the figures, before any launch", async () => {
         const model = LLAMA31_405B_FP8_DECLARED;
         for (const h of ["spark-a", "spark-b"]) await suite.sim.writeModel(h, model);
         const stack = simStack("unknown-model", { weights: "download" });
