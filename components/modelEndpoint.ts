@@ -28,6 +28,10 @@ export class ModelEndpoint extends pulumi.ComponentResource {
     /** mp backend: the workers' headless launches. */
     readonly headless: remote.Command[];
     readonly probe: remote.Command;
+    /** Per host, in plan order: free memory once the endpoint answered (vLLM loaded). */
+    readonly memoryAfterLoadCommands: remote.Command[];
+    /** Their figures (CUDA free, MemAvailable, the one vLLM calls free, warnings below the threshold). */
+    readonly memoryAfterLoad: pulumi.Output<Record<string, unknown>>[];
     /** probes.serving: the short streamed load after the probe; undefined when skipped. */
     readonly servingProof?: remote.Command;
     /** Its figures: per concurrency, time to first token p50/p95 and output tokens/s; warnings on a drop. */
@@ -42,6 +46,12 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         this.launch = wiring.command(names.of("vllm-launch"), { parent: this }, keyLine);
         this.headless = plan.hosts.filter(h => h.vllmLaunch).map(h => wiring.command(names.host(h.host.name, "vllm"), { parent: this }));
         this.probe = wiring.command(names.of("endpoint-probe"), { parent: this }, keyLine);
+        this.memoryAfterLoadCommands = plan.hosts.map(h => wiring.command(names.host(h.host.name, "loaded"), { parent: this }));
+        this.memoryAfterLoad = this.memoryAfterLoadCommands.map(c => c.stdout.apply(out => {
+            const facts = lastJsonLine(out) as Record<string, unknown> & { warnings?: string[] };
+            for (const w of facts.warnings ?? []) pulumi.log.warn(w, c);
+            return facts as Record<string, unknown>;
+        }));
         if (plan.servingProof) this.servingProof = wiring.command(names.of("serving-proof"), { parent: this }, keyLine);
         this.serving = this.servingProof ? this.servingProof.stdout.apply(out => {
             const figures = lastJsonLine(out) as { levels?: Record<string, number>[]; warnings?: string[]; ttftMeasures?: string };

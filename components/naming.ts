@@ -8,7 +8,7 @@
 /** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
 export const CLUSTER = "spark";
 
-export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "fabric", "ray", "memory", "vllm"] as const;
+export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "fabric", "ray", "memory", "vllm", "loaded"] as const;
 export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [

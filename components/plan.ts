@@ -4,6 +4,7 @@ import * as zlib from "zlib";
 import { ClusterSpec, HostSpec } from "./spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, pidFromFile, script, shq, stopByPidFile, withTimeout } from "./scripts";
 import { findModel } from "./catalog";
+import { MEMORY_DEFAULTS } from "./memory";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
 import { pinTools } from "./verifiedRun";
@@ -89,6 +90,11 @@ export interface HostPlan {
      * in the container with what vLLM will ask for (unified memory; components/remote/spark_vllm/memory.py).
      */
     memoryGate: CommandPlan;
+    /**
+     * Once the endpoint answered: free memory left in this host's container with vLLM loaded (CUDA free, MemAvailable),
+     * a warning below LOW_AFTER_LOAD_GIB (components/remote/spark_vllm/memory.py memory-after-load; docs/memory.md).
+     */
+    memoryAfterLoad: CommandPlan;
 }
 
 /** The whole plan: every container, environment, command line and probe as plain data. No Pulumi. */
@@ -353,6 +359,17 @@ const copySource = (spec: ClusterSpec) => `http://${spec.hosts[0].fabric.address
 export const COPY_IDLE_SECONDS = 300;
 const COPY_SECONDS = 4 * 3600;
 
+/** What the weights command compares the model's real size with: memory.ts planMemory's figures per GPU. */
+export function weightsFitArgs(spec: ClusterSpec) {
+    return {
+        tensorParallelSize: spec.vllm.tensorParallelSize,
+        pipelineParallelSize: spec.vllm.pipelineParallelSize,
+        gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization,
+        usableGiB: MEMORY_DEFAULTS.usableGiB,
+        reserveGiB: MEMORY_DEFAULTS.reserveGiB,
+    };
+}
+
 function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandPlan {
     const isHead = host === spec.hosts[0];
     const strategy = spec.model.weights === "present" ? "present"
@@ -367,6 +384,9 @@ function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): CommandP
         strategy,
         ...(stdin ? { tokenOnStdin: true } : {}),
         ...(strategy === "download" && entry ? { expectedBytes: entry.weightBytes } : {}),
+        // The real size (hub listing before a download, safetensors headers on disk) against this much memory per GPU:
+        // refused with the figures before any download or launch (spark_vllm/weights_size.py; docs/memory.md).
+        fit: weightsFitArgs(spec),
         ...(strategy === "copy" ? { source: copySource(spec), waitSeconds: COPY_IDLE_SECONDS / 2 } : {}),
     };
     const seconds = strategy === "present" ? 120 : COPY_SECONDS;
@@ -579,6 +599,10 @@ function clusterOnHost(spec: ClusterSpec, host: HostSpec): { what: string; runni
     return { what: servesHere ? "vLLM" : "Ray, which runs vLLM's workers here,", running: withTimeout(30, dockerExecScript(containerName(host.name), test)) };
 }
 
+function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
+    return { create: withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-after-load", json({ host: host.name })]))), timeoutSeconds: 60 };
+}
+
 /**
  * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
@@ -658,6 +682,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(spec, containerName(host.name), ray, role) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
             memoryGate: memoryGate(spec, host, owner),
+            memoryAfterLoad: memoryAfterLoad(spec, host),
             ...(spec.hosts.length > 1 && spec.probes.fabric ? { fabricRank: fabricRank(spec, host, i) } : {}),
         };
     });

@@ -277,6 +277,9 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const launches = [n.of("vllm-launch"), ...headless];
     // Again after the proxy's configuration or certificate changed (it restarted the proxy): the probe pins the served certificate.
     command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy"), n.of("proxy-conf")] });
+    // Free memory on every host with vLLM loaded: again whenever the endpoint is proven again.
+    hosts.forEach(h => command(n.host(h.host.name, "loaded"), h.host, h.memoryAfterLoad, {
+        dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] }));
     // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
     if (plan.servingProof)
         command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });

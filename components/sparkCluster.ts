@@ -117,9 +117,9 @@ export class SparkCluster extends pulumi.ComponentResource {
 
         this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
         this.modelName = this.model.probe.stdout.apply(() => plan.modelName);
-        // Preflight facts, and the free memory each host's gate measured before vLLM started.
-        this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory)]).apply(([facts, memory]) =>
-            Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
+        // Preflight facts, the free memory each host's gate measured before vLLM started, and what was left once it loaded.
+        this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory), pulumi.all(this.model.memoryAfterLoad)]).apply(([facts, memory, afterLoad]) =>
+            Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown>, memoryAfterLoad: afterLoad[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
         this.fabric = this.fabricCheck ? this.fabricCheck.result : pulumi.output(undefined);
         this.serving = this.model.serving;
         this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric,

@@ -79,7 +79,11 @@ export interface HostReport {
     /** Ray backend: whether the head's GCS lists this host's node alive (null: it could not be asked, see rayError). */
     raylet?: boolean | null;
     rayError?: string;
-    memory?: { availableGiB: number | null; totalGiB: number | null };
+    /**
+     * MemAvailable and MemTotal; with vLLM running, also CUDA's free figure, the one vLLM calls free (freeGiB, by its
+     * version's rule) and a warning below 4 GiB (components/remote/spark_vllm/memory.py LOW_AFTER_LOAD_GIB).
+     */
+    memory?: { availableGiB: number | null; totalGiB: number | null; cudaFreeGiB?: number; freeGiB?: number; freeSource?: string; warning?: string };
     /** The launches whose marker names the record in place now (an older launch's marker does not count). */
     givenUp?: GivenUp[];
     /** Set when the helper program in logDir is not the one the plan places: why nothing was run there. */
@@ -208,11 +212,13 @@ export function renderStatus(s: ClusterStatus): string {
             ? `vLLM pid ${r.vllm.pid} up ${duration(r.vllm.uptimeSeconds)}${r.vllm.servedModel ? ` serving ${r.vllm.servedModel}` : ""}`
             : `vLLM ${r.vllm.state}`);
         if (r.health !== undefined) parts.push(`/health ${r.health ?? "no answer"}`);
-        if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free`);
+        if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free` +
+            (r.memory.cudaFreeGiB != null ? ` (CUDA free ${r.memory.cudaFreeGiB} GiB)` : ""));
         for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
         out.push(`  ${r.host} (${r.role}): ${parts.join(", ")}`);
     }
-    if (s.problems.length) out.push("", ...s.problems.map(p => `- ${p}`));
+    const low = s.hosts.flatMap(r => (r.memory?.warning ? [r.memory.warning] : []));
+    if (s.problems.length || low.length) out.push("", ...s.problems.map(p => `- ${p}`), ...low.map(w => `- warning: ${w}`));
     return out.join("\n") + "\n";
 }
 

@@ -25,7 +25,7 @@ export const TOOLS_FILE = "spark_vllm_tools.py";
 export const TOOLS_PACKAGE = path.join(__dirname, "remote", "spark_vllm");
 
 /** Modules in dependency order (each imports only from modules before it); `main`, the dispatcher, comes last. */
-export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights", "weights_source", "cuda", "compat", "memory", "images", "probes", "supervise", "status", "serving", "fabric", "rayenv", "keyguard"];
+export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights_size", "weights", "weights_source", "cuda", "compat", "memory", "images", "probes", "supervise", "status", "serving", "fabric", "rayenv", "keyguard"];
 const ENTRY = "main";
 
 /** The data the Python side reads (`data()` in spark_vllm/data.py). */

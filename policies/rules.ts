@@ -14,7 +14,7 @@
 // containers' settings from config.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/catalog";
-import { MEMORY_DEFAULTS, MemoryOptions, planMemory } from "../components/memory";
+import { MEMORY_DEFAULTS, MemoryOptions, planMemory, totalMemoryFor } from "../components/memory";
 import { parseImageRef } from "../components/spec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
 import { HOST_KEY_HOWTO } from "../components/hostKeys";
@@ -260,6 +260,26 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             if (!m) return;
             if (m.plan.weightsFit && !m.plan.maxModelLenFits) report(`${m.plan.modelId}: ${m.plan.problems[0]}.`, m.urn);
             if (!m.plan.hostHeadroomOk) report(`${m.plan.problems[m.plan.problems.length - 1]}.`, m.urn);
+        },
+    },
+    {
+        name: "model-in-catalog",
+        description: "The served model is in the catalog (components/catalog.ts), so its memory is checked at preview; otherwise `up` checks its real size before any download or launch.",
+        enforcementLevel: "advisory",
+        configSchema: MEMORY_CONFIG_SCHEMA,
+        validateStack: (args, report) => {
+            // A model the catalog lacks would pass model-weights-fit silently (planMemory answers "unknown-model").
+            const input = memoryInputFrom(args.resources);
+            if (!input?.modelId || input.hosts.length === 0 || findModel(input.modelId)) return;
+            const config = args.getConfig<MemoryOptions>();
+            const usable = totalMemoryFor(config).gib;
+            const reserve = config.reserveGiB ?? MEMORY_DEFAULTS.reserveGiB;
+            const { tensorParallelSize: tp, pipelineParallelSize: pp, gpuMemoryUtilization: gmu } = input.vllm;
+            const room = usable * gmu - reserve;
+            report(`${input.modelId} is not in spark-vllm's model catalog (components/catalog.ts): its memory was not checked at preview (model-weights-fit and kv-cache-and-host-headroom know only catalog models). ` +
+                `Its weights must fit ${tp * pp} GPU${tp * pp === 1 ? "" : "s"} (TP ${tp} × PP ${pp}) of ${room.toFixed(2)} GiB each (${gmu} × ${usable} GiB, less ${reserve} GiB reserve), ${(room * tp * pp).toFixed(2)} GiB in all; ` +
+                `\`up\` reads the real size (the hub's file listing before a download, the safetensors headers in the cache) and refuses before any download or launch when they do not. ` +
+                `Remediation: check the model's size on its Hugging Face page, or add it to components/catalog.ts so preview checks it.`, input.urn);
         },
     },
     {

@@ -4,6 +4,7 @@
 import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { SimStackOptions, leftovers } from "../sim/stacks";
+import { LLAMA31_405B_FP8_DECLARED } from "../sim/models";
 import { esc, failure, simSuite, completionStatus } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/naming";
@@ -30,6 +31,16 @@ describe("backends", () => {
             for (const h of ["spark-a", "spark-b"])
                 assert.equal((await suite.sim.exec(h, "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
             assert.ok(!r.ops.some(o => o.name.startsWith(N.of("ray"))), "no Ray resources");
+            // After the load each host's vLLM holds its share: 121.69 - 9.69 at rest - 0.85 x 121.69 = 8.56 GiB left.
+            const hosts = r.outputs?.hosts as Record<string, { memory: { freeGiB: number }; memoryAfterLoad: { freeGiB: number; cudaFreeGiB: number; memAvailableGiB: number; freeSource: string; warnings: string[] } }>;
+            for (const h of ["spark-a", "spark-b"]) {
+                const after = hosts[h].memoryAfterLoad;
+                console.log(`${h}: ${after.freeGiB} GiB free after the load (CUDA free ${after.cudaFreeGiB}, MemAvailable ${after.memAvailableGiB}); ${hosts[h].memory.freeGiB} before the launch`);
+                assert.ok(Math.abs(after.freeGiB - 8.56) < 0.02, `${h}: ${JSON.stringify(after)}`);
+                assert.ok(Math.abs(after.cudaFreeGiB - 8.56) < 0.02 && after.freeSource === "mem-available", JSON.stringify(after));
+                assert.deepEqual(after.warnings, [], "8.56 GiB is above the 4 GiB threshold");
+                assert.ok(hosts[h].memory.freeGiB - after.freeGiB > 100, "the gate measured before vLLM took its share");
+            }
         } finally {
             const d = await destroy(stack);
             assert.deepEqual(d.errors, []);
@@ -92,6 +103,29 @@ describe("unified memory", () => {
             assert.ok(!r.ops.some(o => o.name === N.of("vllm-launch")), "vLLM never launched");
         } finally {
             await suite.sim.setFaults("spark-b", null);
+            await destroy(stack);
+        }
+    });
+});
+
+describe("models the catalog does not know", () => {
+    test("one whose real weights exceed two Sparks is refused, with the figures, before any launch", async () => {
+        const model = LLAMA31_405B_FP8_DECLARED;
+        for (const h of ["spark-a", "spark-b"]) await suite.sim.writeModel(h, model);
+        const stack = simStack("unknown-model", { weights: "download" });
+        stack.config["spark-vllm:model"] = { ...(stack.config["spark-vllm:model"] as object), id: model.id, servedName: "llama-405b" };
+        try {
+            const r = await up(stack);
+            const error = failure(r);
+            // The preview's warning (advisory model-in-catalog) is a stack policy: the engine runs those once every resource
+            // is registered, which a failed up never reaches; tests/policies/rules.test.ts checks it on the planned stack.
+            // 410e9 bytes = 381.84 GiB; 190.92 per GPU at TP 2 against 0.85 x 121.69 - 4 = 99.44 GiB.
+            assert.match(error, /spark-[ab]: meta-llama\/Llama-3\.1-405B-Instruct-FP8 has 381\.84 GiB of weights \(the snapshot's safetensors headers, 1 file\): 190\.92 GiB per GPU under TP 2 x PP 1, but each GPU holds 99\.44 GiB for them/);
+            assert.match(error, /Use at least 4 GPUs/);
+            assert.match(error, new RegExp(`${N.host("spark-a", "weights")}|${N.host("spark-b", "weights")}`));
+            assert.deepEqual(launched(r), [], "nothing launched");
+            assert.ok(!r.ops.some(o => o.name.endsWith("-memory") || o.name === N.of("compat")), "stopped at the weights, before the gates");
+        } finally {
             await destroy(stack);
         }
     });

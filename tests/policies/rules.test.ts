@@ -140,6 +140,20 @@ test("model-weights-fit (mandatory) and kv-cache-and-host-headroom (advisory)", 
     assert.deepEqual(onStack("model-weights-fit", stack({ model: "someone/new-model" })), []);
 });
 
+test("model-in-catalog (advisory): a model the catalog lacks is a warning that names it, its memory unchecked, and the figures it must fit", () => {
+    assert.equal(policy("model-in-catalog").enforcementLevel, "advisory");
+    assert.deepEqual(onStack("model-in-catalog", stack()), [], "a catalog model says nothing");
+    // 405B at FP8 is about 400 GB for 2 x 128 GB: model-weights-fit cannot judge it (no catalog entry) and passes.
+    const unknown = stack({ model: "meta-llama/Llama-3.1-405B-Instruct-FP8" });
+    assert.deepEqual(onStack("model-weights-fit", unknown), []);
+    const [warning, ...more] = onStack("model-in-catalog", unknown);
+    assert.deepEqual(more, []);
+    assert.match(warning, /^meta-llama\/Llama-3\.1-405B-Instruct-FP8 is not in spark-vllm's model catalog \(components\/catalog\.ts\): its memory was not checked at preview/);
+    assert.match(warning, /must fit 2 GPUs \(TP 2 × PP 1\) of 99\.44 GiB each \(0\.85 × 121\.69 GiB, less 4 GiB reserve\), 198\.87 GiB in all/);
+    assert.match(warning, /refuses before any download or launch/);
+    assert.match(onStack("model-in-catalog", unknown, { reserveGiB: 10, usableGiB: 100 })[0], /of 75\.00 GiB each \(0\.85 × 100 GiB, less 10 GiB reserve\)/);
+});
+
 test("vllm-supports-architecture: declared version, image tag, or unknown", () => {
     const old = `vllm/vllm-openai:v0.14.0@${DIGEST}`;
     assert.deepEqual(onStack("vllm-supports-architecture", stack({}, IMAGE)), []);

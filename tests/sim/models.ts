@@ -88,6 +88,29 @@ export function tinySafetensors(): Buffer {
     return Buffer.concat([len, Buffer.from(header), Buffer.from([0x38, 0x38, 0x38, 0x38])]);
 }
 
+/**
+ * A safetensors file whose header declares `bytes` of one FP8 tensor, without the data: the weights command reads
+ * headers for the model's size (components/remote/spark_vllm/weights_size.py), so a sim host holds a model of any
+ * declared size in a few hundred bytes. vLLM would refuse the file at load; the size check refuses it first.
+ */
+export function declaredSafetensors(bytes: number): Buffer {
+    let header = JSON.stringify({ __metadata__: { format: "pt" }, "lm_head.weight": { dtype: "F8_E4M3", shape: [bytes], data_offsets: [0, bytes] } });
+    while ((8 + header.length) % 8 !== 0) header += " ";
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(header.length));
+    return Buffer.concat([len, Buffer.from(header)]);
+}
+
+/** Meta's Llama 3.1 405B at FP8 (about 410 GB of weights, declared): more than two Sparks hold; not in the catalog. */
+export const LLAMA31_405B_FP8_DECLARED: SimModel = {
+    id: "meta-llama/Llama-3.1-405B-Instruct-FP8",
+    config: {
+        architectures: ["LlamaForCausalLM"], model_type: "llama", torch_dtype: "bfloat16", hidden_size: 16384, num_hidden_layers: 126,
+        num_attention_heads: 128, num_key_value_heads: 8, vocab_size: 128256, max_position_embeddings: 131072,
+    },
+    files: { "model-00001-of-00001.safetensors": declaredSafetensors(410e9) },
+};
+
 export function modelFiles(m: SimModel): Record<string, string | Buffer> {
     const weights = "model-00001-of-00001.safetensors";
     return {

@@ -92,11 +92,15 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
             const eq = change.indexOf("=");
             const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
             // The memory gates (issue 11), fabric ranks (issue 12), the copy token and the endpoint proxy (issue 13) and the
-            // serving proof (issue 15) came after the recording: the only names it cannot hold.
+            // serving proof (issue 15), the after-load memory (issue 29) came after the recording: the only names it cannot hold.
             const got = Object.fromEntries(diffPlans(planOf(r), planOf(after))
-                .filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof)$/.test(c.name) && c.name !== n.of("weights-token") && !/^spark-proxy(-|$)/.test(c.name))
+                .filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof|loaded)$/.test(c.name) && c.name !== n.of("weights-token") && !/^spark-proxy(-|$)/.test(c.name))
                 .map(c => [c.name, c.op]));
-            assert.deepEqual(got, Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])), `${stack} with ${change}`);
+            // Since issue 29 the weights commands check the real size against TP × PP × gpuMemoryUtilization (plan.ts
+            // weightsFitArgs): a change of those runs them again, and the compatibility check that follows them.
+            const refit = /^vllm\.(gpuMemoryUtilization|tensorParallelSize|pipelineParallelSize)=/.test(change)
+                ? Object.fromEntries([...planOf(r).hosts.map(h => [n.host(h.host.name, "weights"), "replace"]), [n.of("compat"), "replace"]]) : {};
+            assert.deepEqual(got, { ...refit, ...Object.fromEntries(Object.entries(expected).map(([k, v]) => [rename(k), v])) }, `${stack} with ${change}`);
             cases++;
         }
     }
@@ -124,19 +128,21 @@ function recordedChanges(stack: string, before: Record<string, unknown>, after: 
 
 const GATES = [n.host("spark-a", "memory"), n.host("spark-b", "memory")];
 const RANKS = [n.host("spark-a", "fabric"), n.host("spark-b", "fabric")];
+/** Free memory after the load, per host (issue 29): measured again whenever the endpoint is proven again. */
+const LOADED = [n.host("spark-a", "loaded"), n.host("spark-b", "loaded")];
 const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
-    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
-    ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES]],
+    ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED]],
+    ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED]],
     // The proxy carries the served name in its labels (components/ownership.ts): a rename replaces it too (seconds).
-    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), n.of("proxy"), ...GATES]],
+    ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), n.of("proxy"), ...GATES, ...LOADED]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
         "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),
-        n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...RANKS]],
+        n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED, ...RANKS]],
     ["a worker's fabric address", "hosts[1].fabric.address", "192.168.100.12", [
         "spark-spark-b-preflight", "spark-spark-b-container", "spark-spark-b-weights", n.of("compat"), n.host("spark-b", "ray"),
-        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...RANKS]],
+        n.of("ray-probe"), n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED, ...RANKS]],
 ];
 
 for (const [label, key, value, replaced] of CHANGES) {
@@ -160,7 +166,7 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
         [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"], [n.host("spark-b", "fabric"), "update"],
             [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], ...GATES.map(g => [g, "replace"]),
-            [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"], [n.of("serving-proof"), "replace"]]);
+            [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"], ...LOADED.map(l => [l, "replace"]), [n.of("serving-proof"), "replace"]]);
 });
 
 const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), ...args], { cwd: ROOT, encoding: "utf8" });
@@ -186,7 +192,7 @@ test("spark-vllm diff: usage without --set, the key path of a bad value, a manda
     assert.equal(unsupported.status, EXIT.policy);
     assert.match(unsupported.stdout, /FAIL vllm-supports-architecture/);
     const json = JSON.parse(cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--json"]).stdout);
-    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [...GATES, n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof")]);
+    assert.deepEqual(json.changes.filter((c: { op: string }) => c.op !== "same").map((c: { name: string }) => c.name), [...GATES, n.of("vllm-launch"), n.of("endpoint-probe"), ...LOADED, n.of("serving-proof")]);
     assert.match(json.diffs[0], /-  --max-model-len 32768\n\+  --max-model-len 65536/);
 });
 
@@ -229,7 +235,7 @@ test("--rotate tlsCertificate / tlsPrivateKey: with endpoint.tls given, the cert
     const given = planOf({ ...none, endpoint: { tls: "given" }, tlsCertificate: SECRET_SET, tlsPrivateKey: SECRET_SET });
     for (const key of ["tlsCertificate", "tlsPrivateKey"]) {
         const changes = diffPlans(given, given, [key]).filter(c => c.op !== "same");
-        assert.deepEqual(changes.map(c => [c.name, c.op]), [n.of("proxy-tls"), n.of("proxy-conf"), n.of("endpoint-probe"), n.of("serving-proof")].map(x => [x, "replace"]), key);
+        assert.deepEqual(changes.map(c => [c.name, c.op]), [n.of("proxy-tls"), n.of("proxy-conf"), n.of("endpoint-probe"), ...LOADED, n.of("serving-proof")].map(x => [x, "replace"]), key);
         assert.equal(changes[0].reason, `follows ${n.of("proxy-cert")} (its value is the digest of ${key}) (in its triggers)`);
     }
 });
@@ -237,15 +243,15 @@ test("--rotate tlsCertificate / tlsPrivateKey: with endpoint.tls given, the cert
 test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --set beside it, --json, and refusals; the README shows it", () => {
     const ssh = cli(["diff", "--stack", "spark", "--rotate", "sshPrivateKey"]);
     assert.equal(ssh.status, EXIT.ok, ssh.stderr);
-    assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 18 to update, 0 to create, 0 to delete, 10 unchanged$/m);
+    assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 20 to update, 0 to create, 0 to delete, 10 unchanged$/m);
     assert.match(ssh.stdout, /^ {2}~ {2}spark-vllm-launch +update {3}inputs: connection; connection\.privateKey \(secret\) changes: update runs create again; a running identical launch is kept/m);
-    assert.match(ssh.stdout, /sshPrivateKey: read by the 18 remote commands only; the Docker providers log in with the agent or ~\/\.ssh\/config/);
+    assert.match(ssh.stdout, /sshPrivateKey: read by the 20 remote commands only; the Docker providers log in with the agent or ~\/\.ssh\/config/);
     const hf = cli(["diff", "--stack", "spark", "--rotate", "spark-vllm:hfToken"]);
     assert.equal(hf.status, EXIT.ok, hf.stderr);
     assert.match(hf.stdout, /hfToken: no resource of stack spark reads it: a new value changes nothing/);
     const both = cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--rotate", "sshPrivateKey", "--json"]);
     const json = JSON.parse(both.stdout);
-    assert.equal(json.rotate.sshPrivateKey.length, 18);
+    assert.equal(json.rotate.sshPrivateKey.length, 20);
     const launch = json.changes.find((c: { name: string }) => c.name === n.of("vllm-launch"));
     assert.equal(launch.op, "replace", "the flag's replacement wins over the key's update");
     assert.deepEqual(launch.inputs, ["create", "triggers"]);
@@ -271,7 +277,7 @@ test("spark-vllm diff --rotate tlsCertificate on a stack whose certificate is gi
         fs.writeFileSync(path.join(dir, "Pulumi.tls.yaml"), doc);
         const r = cli(["diff", "--stack", "tls", "--dir", dir, "--rotate", "tlsCertificate"]);
         assert.equal(r.status, EXIT.ok, r.stderr);
-        assert.match(r.stdout, /^stack tls with a new tlsCertificate: 4 to replace, 0 to update/m);
+        assert.match(r.stdout, /^stack tls with a new tlsCertificate: 6 to replace, 0 to update/m);
         assert.match(r.stdout, new RegExp(`\\+- ${n.of("proxy-tls")} +replace  inputs: stdin; follows ${n.of("proxy-cert")} \\(its value is the digest of tlsCertificate\\)`));
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });

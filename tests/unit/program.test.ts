@@ -37,9 +37,9 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("spark-vllm:index:EndpointProxy"), 1);
         // the API key; with Ray, the cluster's Ray token too
         assert.equal(count("random:index/randomPassword:RandomPassword"), hosts > 1 ? 2 : 1);
-        // per host: tools + preflight + weights + memory gate; compat, vllm launch, endpoint probe, serving proof, the proxy's configuration;
+        // per host: tools + preflight + weights + memory gate + memory after the load; compat, vllm launch, endpoint probe, serving proof, the proxy's configuration;
         // two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
-        assert.equal(count("command:remote:Command"), 4 * hosts + 5 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
+        assert.equal(count("command:remote:Command"), 5 * hosts + 5 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
         assert.equal(count("spark-vllm:index:FabricCheck"), hosts > 1 ? 1 : 0);
         const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));

@@ -11,6 +11,7 @@
 #   compat             the image's vLLM, transformers, CUDA build and Ray against the model and this GPU
 #   flush-page-cache   on the host: drop the page cache before a vLLM launch (unified memory)
 #   memory-check       in the container: free GPU memory against what vLLM will ask for
+#   memory-after-load  in the container, once vLLM answers: free memory left (CUDA free, MemAvailable); warns when low
 #   ray-probe          wait until every node and GPU has joined the Ray head
 #   ray-env            in the head's container: names vLLM must not copy to its Ray workers (the API key)
 #   endpoint-probe     wait for vLLM to answer; on failure, the root cause from the whole log
@@ -28,7 +29,7 @@ from spark_vllm.common import fail
 from spark_vllm.compat import compat
 from spark_vllm.fabric import fabric_check
 from spark_vllm.images import image_transfer
-from spark_vllm.memory import flush_page_cache, memory_check
+from spark_vllm.memory import flush_page_cache, memory_after_load, memory_check
 from spark_vllm.ownership import host_owner
 from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
@@ -50,6 +51,7 @@ COMMANDS = {
     "compat": compat,
     "flush-page-cache": flush_page_cache,
     "memory-check": memory_check,
+    "memory-after-load": memory_after_load,
     "ray-probe": ray_probe,
     "ray-env": ray_env,
     "endpoint-probe": endpoint_probe,

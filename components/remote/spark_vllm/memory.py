@@ -97,6 +97,15 @@ def mem_available_bytes():
     return None
 
 
+def is_integrated_gpu(torch):
+    """CUDA's integrated flag (torch.cuda.get_device_properties(0).is_integrated), or None when this torch cannot say:
+    then startup_free_source falls back to the capability list."""
+    try:
+        return getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
+    except Exception:
+        return None
+
+
 def image_vllm_version():
     try:
         from importlib.metadata import version
@@ -116,7 +125,7 @@ def memory_check(args):
         import torch
         cuda_free, total = torch.cuda.mem_get_info()
         capability = tuple(torch.cuda.get_device_capability())
-        integrated = getattr(torch.cuda.get_device_properties(0), "is_integrated", None)
+        integrated = is_integrated_gpu(torch)
     except Exception as e:
         fail(["%s: cannot read GPU memory in the container (%s: %s): check the GPU with nvidia-smi there"
               % (args["host"], type(e).__name__, e)])
@@ -133,4 +142,55 @@ def memory_check(args):
            facts["requestedGiB"]))
     if problem:
         fail([problem])
+    say(json.dumps(facts, sort_keys=True))
+
+
+# After the weights load: vLLM holds its share (gpuMemoryUtilization x total) for weights and KV cache, and what is
+# left is all the OS, Docker, Ray and the page cache have (owners of two Sparks report free memory falling 17-19 GiB
+# right after loading, about the default headroom: issue 29). Below LOW_AFTER_LOAD_GIB a warning names the host:
+# 4 GiB is the planner's per-GPU runtime reserve (components/memory.ts MEMORY_DEFAULTS.reserveGiB, vLLM's profiled
+# activation peak on a GB10), the swing a burst of requests or a log-heavy host can take out of unified memory
+# before the kernel's OOM killer picks the largest process: vLLM (docs/memory.md).
+LOW_AFTER_LOAD_GIB = 4.0
+
+
+def free_now(host):
+    """CUDA's free figure, MemAvailable and total, and which one this image's vLLM calls free (memory_check's rule).
+    Opening CUDA here costs this process's own context, a few hundred MB at most, not counted by vLLM."""
+    import torch
+    cuda_free, total = torch.cuda.mem_get_info()
+    capability = tuple(torch.cuda.get_device_capability())
+    integrated = is_integrated_gpu(torch)
+    available = mem_available_bytes()
+    version = image_vllm_version()
+    source = startup_free_source(version, capability, integrated)
+    free = available if source == "mem-available" and available is not None else cuda_free
+    return {"host": host, "cudaFreeGiB": round(cuda_free / GIB, 2), "totalGiB": round(total / GIB, 2),
+            "memAvailableGiB": round(available / GIB, 2) if available is not None else None,
+            "freeSource": source, "freeGiB": round(free / GIB, 2)}
+
+
+def low_memory_warning(facts, threshold=LOW_AFTER_LOAD_GIB, when="after the weights loaded"):
+    """The warning for FACTS (free_now's) below THRESHOLD GiB, or None."""
+    if facts["freeGiB"] >= threshold:
+        return None
+    return ("%s: %.2f GiB free %s (CUDA free %.2f GiB, MemAvailable %s), below %.0f GiB: the OS, Docker and Ray are "
+            "short of memory and the kernel may kill vLLM; lower spark-vllm:vllm.gpuMemoryUtilization, or stop what "
+            "else runs on %s (docs/memory.md)"
+            % (facts["host"], facts["freeGiB"], when, facts["cudaFreeGiB"],
+               "%.2f GiB" % facts["memAvailableGiB"] if facts["memAvailableGiB"] is not None else "unknown",
+               threshold, facts["host"]))
+
+
+def memory_after_load(args):
+    """In the container, once the endpoint answered: free memory now, with vLLM holding its share."""
+    try:
+        facts = free_now(args["host"])
+    except Exception as e:
+        fail(["%s: cannot read GPU memory in the container after the load (%s: %s)" % (args["host"], type(e).__name__, e)])
+    threshold = float(args.get("lowGiB", LOW_AFTER_LOAD_GIB))
+    warning = low_memory_warning(facts, threshold)
+    facts.update({"lowGiB": threshold, "warnings": [warning] if warning else []})
+    say("%s: after the weights loaded, %.2f GiB free (%s; CUDA free %.2f GiB of %.2f)"
+        % (args["host"], facts["freeGiB"], facts["freeSource"], facts["cudaFreeGiB"], facts["totalGiB"]))
     say(json.dumps(facts, sort_keys=True))

@@ -10,6 +10,7 @@ import time
 
 from spark_vllm.common import read_file, run, say
 from spark_vllm.diagnosis import diagnose
+from spark_vllm.memory import free_now, low_memory_warning
 from spark_vllm.probes import http, process_state, stat_start_time
 from spark_vllm.supervise import marker_matches, parse_launch_record
 
@@ -73,6 +74,16 @@ def host_status(args, proc="/proc"):
         if found:
             vllm["diagnosis"] = found
     out = {"host": args["host"], "vllm": vllm, "memory": memory_gib(proc)}
+    if state == "running" and proc == "/proc":
+        # With vLLM loaded, the figure the memory gate reads and the warning below LOW_AFTER_LOAD_GIB (memory.py).
+        try:
+            facts = free_now(args["host"])
+            out["memory"].update({k: facts[k] for k in ("cudaFreeGiB", "freeGiB", "freeSource")})
+            warning = low_memory_warning(facts, when="with vLLM running")
+            if warning:
+                out["memory"]["warning"] = warning
+        except Exception as e:  # no torch or no GPU in the container: MemAvailable alone
+            out["memory"]["gpuError"] = "%s: %s" % (type(e).__name__, e)
     if args.get("healthUrl"):
         code, _ = http("GET", args["healthUrl"], timeout=5)
         out["health"] = code

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 
 from spark_vllm.common import PROGRESS_EVERY, fail, read_file, say
+from spark_vllm.weights_size import SIZE_GIB, SizeUnknown, fit_problem, hub_weight_bytes, snapshot_weight_bytes
 
 COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -311,6 +312,26 @@ def copy_files(args, cache, model, token, remote):
     say("%s: copy complete in %d s, every file's sha256 checked" % (host, time.time() - started))
 
 
+def check_fit(args, read_size, where):
+    """Refuses, with the figures, weights that cannot fit the GPUs (args["fit"], from the plan); a size that cannot be
+    read is said and left to the memory gate and vLLM."""
+    if not args.get("fit"):
+        return
+    try:
+        size, nfiles = read_size()
+    except SizeUnknown as e:
+        say("%s: the size of %s's weights is not known (%s): not checked against memory before %s"
+            % (args["host"], args["model"], e, "the download" if where.startswith("the hub") else "the launch"))
+        return
+    problem = fit_problem(args["host"], args["model"], size, nfiles, args["fit"], where)
+    if problem:
+        fail([problem])
+    say("%s: %s has %.2f GiB of weights (%s): %.2f GiB per GPU, room for %.2f"
+        % (args["host"], args["model"], size / SIZE_GIB, where,
+           size / SIZE_GIB / (args["fit"]["tensorParallelSize"] * args["fit"]["pipelineParallelSize"]),
+           args["fit"]["usableGiB"] * args["fit"]["gpuMemoryUtilization"] - args["fit"]["reserveGiB"]))
+
+
 def weights(args):
     token = sys.stdin.readline().strip() if args.get("tokenOnStdin") else ""
     host, model, cache = args["host"], args["model"], args["cacheDir"]
@@ -320,6 +341,7 @@ def weights(args):
         copy_from(args, cache, model, token)
     snap = snapshot_dir(cache, model)
     if args["strategy"] == "download" and (snap is None or not os.path.isfile(os.path.join(snap, "config.json"))):
+        check_fit(args, lambda: hub_weight_bytes(model, token), "the hub's file listing")
         need = args.get("expectedBytes") or 0
         free = shutil.disk_usage(cache).free if os.path.isdir(cache) else 0
         if need and free < need * 1.05:
@@ -335,5 +357,6 @@ def weights(args):
     if broken:
         fail(["%s: %s has files whose data is missing (dangling links): %s; download the model again"
               % (host, model, ", ".join(broken[:10]))])
+    check_fit(args, lambda: snapshot_weight_bytes(snap), "the snapshot's safetensors headers")
     say(json.dumps({"host": host, "revision": os.path.basename(snap), "files": files,
                     "totalBytes": sum(files.values())}, sort_keys=True))

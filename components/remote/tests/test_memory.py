@@ -4,7 +4,7 @@ import unittest
 from unittest import mock
 import sys
 
-from spark_vllm.memory import DROP, GIB, flush_argv, memory_check, startup_free_source, verdict
+from spark_vllm.memory import DROP, GIB, LOW_AFTER_LOAD_GIB, flush_argv, memory_after_load, memory_check, startup_free_source, verdict
 from tests.test_weights import call
 
 
@@ -37,7 +37,7 @@ class Verdict(unittest.TestCase):
                          "holds it (`nvidia-smi`, `docker ps`, a leftover vLLM or Ray on spark-b), or lower "
                          "spark-vllm:vllm.gpuMemoryUtilization to 0.65 or less")
 
-    def _check(self, cuda_free_gib, available_gib, version, capability=(12, 1), integrated=True):
+    def _check(self, cuda_free_gib, available_gib, version, capability=(12, 1), integrated=True, command=None, args=None):
         torch = types.ModuleType("torch")
         torch.cuda = types.SimpleNamespace(mem_get_info=lambda: (int(cuda_free_gib * GIB), int(121.69 * GIB)),
                                            get_device_capability=lambda: capability,
@@ -46,7 +46,40 @@ class Verdict(unittest.TestCase):
         psutil.virtual_memory = lambda: types.SimpleNamespace(available=int(available_gib * GIB))
         with mock.patch.dict(sys.modules, {"torch": torch, "psutil": psutil}), \
                 mock.patch("spark_vllm.memory.image_vllm_version", lambda: version):
-            return call(memory_check, {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+            return call(command or memory_check, args or {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+
+    def test_a_torch_without_device_properties_falls_back_to_the_capability_list(self):
+        # The e2e bed's torch stand-in lacked get_device_properties and every memory gate failed (AttributeError).
+        torch = types.ModuleType("torch")
+        torch.cuda = types.SimpleNamespace(mem_get_info=lambda: (int(90 * GIB), int(121.69 * GIB)), get_device_capability=lambda: (12, 1))
+        psutil = types.ModuleType("psutil")
+        psutil.virtual_memory = lambda: types.SimpleNamespace(available=int(110 * GIB))
+        with mock.patch.dict(sys.modules, {"torch": torch, "psutil": psutil}), \
+                mock.patch("spark_vllm.memory.image_vllm_version", lambda: "0.17.1"):
+            code, out, err = call(memory_check, {"host": "spark-a", "gpuMemoryUtilization": 0.85})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out[-1])["freeSource"], "mem-available")
+
+    def test_after_the_load_both_figures_and_a_warning_below_4_gib(self):
+        self.assertEqual(LOW_AFTER_LOAD_GIB, 4.0)
+        # Two Sparks at 0.85 after the load: about the 18.25 GiB headroom less the OS: no warning.
+        code, out, err = self._check(8.2, 16.5, "0.17.1", command=memory_after_load, args={"host": "spark-b"})
+        self.assertEqual(code, 0, err)
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["freeGiB"], facts["cudaFreeGiB"], facts["memAvailableGiB"], facts["totalGiB"], facts["warnings"]),
+                         (16.5, 8.2, 16.5, 121.69, []))
+        self.assertEqual(out[0], "spark-b: after the weights loaded, 16.50 GiB free (mem-available; CUDA free 8.20 GiB of 121.69)")
+        # 3.1 GiB left: warned, naming the host and both figures; the command still succeeds (vLLM is serving).
+        code, out, err = self._check(1.0, 3.1, "0.17.1", command=memory_after_load, args={"host": "spark-b"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out[-1])["warnings"], [
+            "spark-b: 3.10 GiB free after the weights loaded (CUDA free 1.00 GiB, MemAvailable 3.10 GiB), below 4 GiB: the OS, "
+            "Docker and Ray are short of memory and the kernel may kill vLLM; lower spark-vllm:vllm.gpuMemoryUtilization, "
+            "or stop what else runs on spark-b (docs/memory.md)"])
+        # An old vLLM's rule (CUDA's free figure) and a configured threshold.
+        code, out, _ = self._check(5.0, 30.0, "0.11.0", command=memory_after_load, args={"host": "spark-a", "lowGiB": 6})
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["freeGiB"], facts["freeSource"], facts["lowGiB"], len(facts["warnings"])), (5.0, "cuda-free", 6.0, 1))
 
     def test_old_vllm_takes_cudas_free_figure(self):
         # vllm-0.11.0 MemorySnapshot: torch.cuda.mem_get_info() only; 20 GiB of page cache makes it refuse.

@@ -92,6 +92,33 @@ def drop_caches():
     os.replace(tmp, path)
 
 
+def vllm_hold_path(pid):
+    """File a running stand-in vLLM writes its share into (beside the faults file, which stands for one host), as real
+    vLLM holds gpuMemoryUtilization x total for weights and KV cache once loaded."""
+    return "%s.vllm-holds-%d" % (faults_path(), pid)
+
+
+def hold_vllm_memory(gib):
+    with open(vllm_hold_path(os.getpid()), "w") as fh:
+        fh.write("%.4f\n" % gib)
+
+
+def vllm_held_gib():
+    """What live stand-in vLLM processes of this host's container hold (a stale file of a dead pid is ignored)."""
+    held = 0.0
+    folder, prefix = os.path.dirname(faults_path()), os.path.basename(faults_path()) + ".vllm-holds-"
+    for name in (os.listdir(folder) if os.path.isdir(folder) else []):
+        if not name.startswith(prefix):
+            continue
+        try:
+            os.kill(int(name.rsplit("-", 1)[1]), 0)
+            with open(os.path.join(folder, name)) as fh:
+                held += float(fh.read().strip())
+        except (OSError, ValueError):
+            continue
+    return held
+
+
 def gpu_memory():
     """What torch.cuda.mem_get_info() returns here, in GiB: total, free and what the free figure is made of.
 
@@ -105,7 +132,7 @@ def gpu_memory():
     if f.get("free_memory_gib") is not None:
         free = float(f["free_memory_gib"])
     else:
-        free = max(0.0, total - used - cache - held)
+        free = max(0.0, total - used - cache - held - vllm_held_gib())
     return {"total_gib": total, "free_gib": round(free, 4), "page_cache_gib": cache, "held_gib": held,
             "os_used_gib": used}
 

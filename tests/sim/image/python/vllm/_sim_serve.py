@@ -1140,6 +1140,7 @@ class Server:
         kv_gib = round(self.util * self.total_gib - model_gib - 2.37, 2)
         for w in logs:
             w.info("gpu_worker.py:359", "Available KV cache memory: %.2f GiB" % kv_gib)
+        sc.hold_vllm_memory(self.util * self.total_gib)  # weights + KV cache: the share stays held while serving
         # the workers now serve the head's engine until stopped
         while not STOP.is_set():
             time.sleep(0.2)
@@ -1246,6 +1247,7 @@ class Server:
                 [(PY + "/vllm/v1/core/kv_cache_utils.py", 704, "check_enough_kv_cache_memory", "raise ValueError(")])
         for w in workers:
             w.info("gpu_worker.py:359", "Available KV cache memory: %.2f GiB" % kv_gib)
+        sc.hold_vllm_memory(want)  # weights + KV cache: the share stays held while serving
         tokens = int(kv_gib * TOKENS_PER_GIB)
         if tokens < self.max_len:
             need = self.max_len / TOKENS_PER_GIB

@@ -84,5 +84,14 @@ def mem_get_info(device=None):
     return _sim_gb10.mem_get_info(device)
 
 
+def get_device_properties(device=None):
+    """Real torch's _CudaDeviceProperties fields the program reads: a GB10 is an integrated GPU (cudaDeviceProp
+    .integrated, torch/csrc/cuda/Module.cpp `is_integrated`)."""
+    import types
+    major, minor = get_device_capability(device)
+    return types.SimpleNamespace(name=get_device_name(device), major=major, minor=minor,
+                                 total_memory=mem_get_info(device)[1], is_integrated=True)
+
+
 def synchronize(device=None):
     return None
