@@ -315,6 +315,8 @@ function logDirChainCheck(logDir: string): string[] {
 function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed: string, owner?: Owner): ToolsInstall {
     const dir = shq(spec.logDir);
     const refuse = (why: string) => `{ echo ${shq(`spark-vllm: ${spec.logDir} `)}"${why}"${shq(`; remove it or set spark-vllm:logDir to a directory of your own`)} >&2; exit 1; }`;
+    // vLLM imports the key guard from logDir (withPythonPath), so Python leaves its bytecode cache there too.
+    const removeTools = `rm -rf ${shq(toolsPath(spec))} ${shq(`${spec.logDir}/__pycache__`)}`;
     return {
         content,
         packed,
@@ -333,10 +335,10 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed
             ...pinTools(containerName(host.name), "sum"),
         ]),
         delete: owner ? script([
-            `rm -f ${shq(toolsPath(spec))}`,
+            removeTools,
             `ids=$(${argvLine(["docker", "ps", "-aq", "--filter", `label=${OWNER_LABELS.project}=${owner.project}`, "--filter", `label=${OWNER_LABELS.stack}=${owner.stack}`])}) || exit 0`,
             `[ -n "$ids" ] || rm -rf ${stackFiles(spec).map(shq).join(" ")}`,
-        ]) : `rm -f ${shq(toolsPath(spec))}`,
+        ]) : removeTools,
         timeoutSeconds: 30,
     };
 }

@@ -54,11 +54,12 @@ describe("up, update and destroy on two simulated Sparks", () => {
         assert.equal(actionCount(r), 0);
     });
 
-    test("changing one vLLM flag relaunches only vLLM, the memory check before it, and its probe", async () => {
+    test("changing one vLLM flag relaunches only vLLM, the memory check before it, its probe and the after-load reading", async () => {
         stack.config["spark-vllm:vllm"] = { ...(stack.config["spark-vllm:vllm"] as object), extraArgs: ["--enable-prefix-caching"] };
         const r = await up(stack);
         assert.equal(r.error, undefined, r.error);
-        assert.deepEqual(names(r), [N.of("endpoint-probe"), N.of("serving-proof"), N.host("spark-a", "memory"), N.host("spark-b", "memory"), N.of("vllm-launch")].sort());
+        assert.deepEqual(names(r), [N.of("endpoint-probe"), N.of("serving-proof"), N.host("spark-a", "memory"), N.host("spark-b", "memory"),
+            N.host("spark-a", "loaded"), N.host("spark-b", "loaded"), N.of("vllm-launch")].sort());
         const log = await suite.sim.exec("spark-a", "cat /var/tmp/spark-vllm/vllm-serve.log; pgrep -af 'vllm serve'");
         assert.match(log.stdout, /--enable-prefix-caching/);
         // The relaunch found the first launch's torch.compile cache on the host (VLLM_CACHE_ROOT in the HF cache).
