@@ -123,7 +123,7 @@ test("init refuses a host whose fabric link is down, naming it, and writes nothi
     try {
         const r = await init(dir, "down");
         assert.equal(r.status, 3);
-        assert.match(r.stderr, /nothing was written:\n {2}- spark-b: no ConnectX-7 port has a link \(enP2p1s0f1np1 no carrier, 10\.77\.0\.2\/24\); check the QSFP cable/);
+        assert.match(r.stderr, /nothing was written:\n {2}- spark-b: no ConnectX-7 port has a link \(enp1s0f1np1 no carrier, 10\.77\.0\.2\/24\); check the QSFP cable/);
         assert.ok(r.stderr.includes("https://github.com/NVIDIA/dgx-spark-playbooks/blob/main/nvidia/connect-two-sparks/README.md"));
         assert.deepEqual(fs.readdirSync(dir), []);
     } finally {
@@ -137,7 +137,7 @@ test("init refuses a pair with no shared fabric subnet and writes nothing", asyn
     try {
         const r = await init(dir, "apart", ["--dry-run"]);
         assert.equal(r.status, 3);
-        assert.match(r.stderr, /- the hosts share no fabric subnet: spark-a: enp1s0f1np1 carrier, 198\.18\.0\.\d+\/24 \| spark-b: enp1s0f1np1 carrier, 10\.77\.0\.2\/24; put one cabled port of each host on one subnet/);
+        assert.match(r.stderr, /- the hosts share no fabric subnet: spark-a: enp1s0f1np1 carrier, 198\.18\.\d+\.\d+\/24 \| spark-b: enp1s0f1np1 carrier, 10\.77\.0\.2\/24; put one cabled port of each host on one subnet/);
         assert.equal(r.stdout, "");
         assert.deepEqual(fs.readdirSync(dir), []);
     } finally {
