@@ -2,24 +2,28 @@
 // takes as it is and that deploys and serves; a host whose fabric link is down, and a pair with no shared subnet, are
 // refused with the reason and nothing written. Needs root (the simulated hosts).
 //
-// The simulated hosts reach each other and this machine on one netdev, enp1s0f1np1 (SSH address = fabric address), with
-// a RoCE HCA rocep1s0f1 in their sysfs overlay (tests/sim/README.md). To take a host's fabric away without taking SSH
-// with it, the tests give that host a second netdev (one end of a veth pair, named like a ConnectX-7 twin, enP2p1s0f1np1;
-// with its peer down it has no carrier, as a port without its cable) and point its HCA's GID table at it, as ibdev2netdev
-// would then map them: the host's only ConnectX port is then that one.
+// The Sparks are cabled on different ports, as real pairs can be: spark-a on port 1 (enp1s0f1np1, RoCE HCA rocep1s0f1),
+// spark-b on port 2 (enP2p1s0f1np1, roceP2p1s0f1; startSim's `fabric`). Each host reaches the others and this machine on
+// that one netdev (SSH address = fabric address), with its HCA in its sysfs overlay (tests/sim/README.md). To take
+// spark-b's fabric away without taking SSH with it, the tests give it a second netdev (one end of a veth pair, named like
+// the port-1 twin, enp1s0f1np1; with its peer down it has no carrier, as a port without its cable) and point its HCA's
+// GID table at it, as ibdev2netdev would then map them: the host's only ConnectX port is then that one.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { completionStatus, simSuite } from "./suite";
+import { completionStatus, esc, simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 
 const ROOT = path.join(__dirname, "..", "..");
-const suite = simSuite("init");
-const PORT = "/sys/class/infiniband/rocep1s0f1/ports/1";
+const B_PORT2 = { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" };
+const suite = simSuite("init", {}, { fabric: { "spark-b": B_PORT2 } });
+const PORT = `/sys/class/infiniband/${B_PORT2.hca}/ports/1`;
+/** The netdev the refusal tests move spark-b's HCA onto. */
+const MOVED = "enp1s0f1np1";
 
 /**
  * A simulated host's sshd serves the key in its own directory (tests/sim/hosts.ts sshdConfig `HostKey`), while
@@ -46,7 +50,7 @@ async function init(dir: string, stack: string, extra: string[] = []) {
     return r;
 }
 
-/** Moves spark-b's HCA onto a new netdev enP2p1s0f1np1 (ADDRESS/24, with carrier or without); undo() puts it back. */
+/** Moves spark-b's HCA onto a new netdev MOVED (ADDRESS/24, with carrier or without); undo() puts it back. */
 async function moveFabric(address: string, carrier: boolean): Promise<() => Promise<void>> {
     const s = suite.sim;
     const b = s.host("spark-b");
@@ -54,24 +58,31 @@ async function moveFabric(address: string, carrier: boolean): Promise<() => Prom
     const gid = (a: string) => { const h = hex(a); return `0000:0000:0000:0000:0000:ffff:${h[0]}${h[1]}:${h[2]}${h[3]}`; };
     const set = (dev: string, a: string, state: string) =>
         `echo ${dev} > ${PORT}/gid_attrs/ndevs/0 && echo ${dev} > ${PORT}/gid_attrs/ndevs/1 && echo ${gid(a)} > ${PORT}/gids/1 && echo '${state}' > ${PORT}/state`;
-    const r = await s.exec("spark-b", `ip link add enP2p1s0f1np1 type veth peer name init-peer && ip addr add ${address}/24 dev enP2p1s0f1np1 && ` +
-        `ip link set enP2p1s0f1np1 up && ${carrier ? "ip link set init-peer up && " : ""}${set("enP2p1s0f1np1", address, carrier ? "4: ACTIVE" : "1: DOWN")}`);
+    const r = await s.exec("spark-b", `ip link add ${MOVED} type veth peer name init-peer && ip addr add ${address}/24 dev ${MOVED} && ` +
+        `ip link set ${MOVED} up && ${carrier ? "ip link set init-peer up && " : ""}${set(MOVED, address, carrier ? "4: ACTIVE" : "1: DOWN")}`);
     assert.equal(r.code, 0, r.stderr);
     return async () => {
-        const u = await s.exec("spark-b", `ip link del enP2p1s0f1np1; ${set("enp1s0f1np1", b.address, "4: ACTIVE")}`);
+        const u = await s.exec("spark-b", `ip link del ${MOVED}; ${set(b.fabricInterface, b.address, "4: ACTIVE")}`);
         assert.equal(u.code, 0, u.stderr);
     };
 }
 
-test("init writes a stack from the simulated Sparks (their own fabric, HCA, host key, cached model) that plans, deploys and serves", async () => {
+test("init writes a stack from Sparks cabled on different ports (each host's own fabric, HCA, address, host key) that plans, deploys and serves", async () => {
     const s = suite.sim;
+    const [a, b] = s.hosts;
+    assert.deepEqual([a.fabricInterface, a.fabricHca, b.fabricInterface, b.fabricHca], ["enp1s0f1np1", "rocep1s0f1", B_PORT2.interface, B_PORT2.hca],
+        "spark-b is cabled on port 2, spark-a on port 1");
+    assert.notEqual(a.hostKey, b.hostKey);
     const dir = fs.mkdtempSync(path.join(path.dirname(s.sshConfigFile), "init-"));
     const r = await init(dir, "fromhosts");
     assert.equal(r.status, 0, r.stderr);
     const file = path.join(dir, "Pulumi.fromhosts.yaml");
     const config = (yaml.load(fs.readFileSync(file, "utf8")) as { config: Record<string, any> }).config;
     assert.deepEqual(config["spark-vllm:hosts"].map((h: any) => [h.name, h.ssh.host, h.ssh.user, h.ssh.hostKey, h.fabric, h.platform]),
-        s.hosts.map(h => [h.name, h.address, "root", h.hostKey, { interface: "enp1s0f1np1", address: h.address, hcas: ["rocep1s0f1"] }, "linux/amd64"]));
+        [
+            ["spark-a", a.address, "root", a.hostKey, { interface: "enp1s0f1np1", address: a.address, hcas: ["rocep1s0f1"] }, "linux/amd64"],
+            ["spark-b", b.address, "root", b.hostKey, { interface: "enP2p1s0f1np1", address: b.address, hcas: ["roceP2p1s0f1"] }, "linux/amd64"],
+        ]);
     assert.equal(config["spark-vllm:image"], s.images["0.17.1"]);
     assert.deepEqual(config["spark-vllm:model"], { id: "Qwen/Qwen3.5-122B-A10B-FP8", cacheDir: "/root/.cache/huggingface", weights: "present" });
     assert.equal(config["spark-vllm:vllm"].tensorParallelSize, 2);
@@ -88,10 +99,11 @@ test("init writes a stack from the simulated Sparks (their own fabric, HCA, host
     const plan = spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), "plan", "--stack", "fromhosts", "--dir", dir], { encoding: "utf8" });
     console.log(`--- spark-vllm plan (exit ${plan.status}):\n${plan.stdout.split("\n").slice(0, 12).join("\n")}\n${plan.stderr}---`);
     assert.equal(plan.status, 0, plan.stdout + plan.stderr);
-    assert.match(plan.stdout, /spark-a \(head\) ssh root@198\.18\.0\.\d+:22, 1 GPU, fabric enp1s0f1np1 198\.18\.0\.\d+, HCAs rocep1s0f1/);
+    assert.match(plan.stdout, new RegExp(`spark-a \\(head\\) ssh root@${esc(a.address)}:22, 1 GPU, fabric enp1s0f1np1 ${esc(a.address)}, HCAs rocep1s0f1`));
+    assert.match(plan.stdout, new RegExp(`spark-b \\(worker\\) ssh root@${esc(b.address)}:22, 1 GPU, fabric enP2p1s0f1np1 ${esc(b.address)}, HCAs roceP2p1s0f1`));
 
-    // Deploy it. The one addition is the sim's: the endpoint proxy's image from the sim registry (nothing outside
-    // 198.18.0.0/15 is reachable here, so the default nginx cannot be pulled).
+    // Deploy it. The one addition is a need of the test bed, not of the file: the endpoint proxy's image from the sim
+    // registry (nothing outside 198.18.0.0/15 is reachable here, so the default nginx cannot be pulled from Docker Hub).
     const stack = suite.stack("fromhosts");
     stack.config = { ...config, "spark-vllm:endpoint": { image: s.proxyImage } };
     try {
@@ -111,7 +123,7 @@ test("init refuses a host whose fabric link is down, naming it, and writes nothi
     try {
         const r = await init(dir, "down");
         assert.equal(r.status, 3);
-        assert.match(r.stderr, /nothing was written:\n {2}- spark-b: no ConnectX-7 port has a link \(enP2p1s0f1np1 no carrier, 10\.77\.0\.2\/24\); check the QSFP cable/);
+        assert.match(r.stderr, /nothing was written:\n {2}- spark-b: no ConnectX-7 port has a link \(enp1s0f1np1 no carrier, 10\.77\.0\.2\/24\); check the QSFP cable/);
         assert.ok(r.stderr.includes("https://github.com/NVIDIA/dgx-spark-playbooks/blob/main/nvidia/connect-two-sparks/README.md"));
         assert.deepEqual(fs.readdirSync(dir), []);
     } finally {
@@ -125,7 +137,7 @@ test("init refuses a pair with no shared fabric subnet and writes nothing", asyn
     try {
         const r = await init(dir, "apart", ["--dry-run"]);
         assert.equal(r.status, 3);
-        assert.match(r.stderr, /- the hosts share no fabric subnet: spark-a: enp1s0f1np1 carrier, 198\.18\.0\.\d+\/24 \| spark-b: enP2p1s0f1np1 carrier, 10\.77\.0\.2\/24; put one cabled port of each host on one subnet/);
+        assert.match(r.stderr, /- the hosts share no fabric subnet: spark-a: enp1s0f1np1 carrier, 198\.18\.\d+\.\d+\/24 \| spark-b: enp1s0f1np1 carrier, 10\.77\.0\.2\/24; put one cabled port of each host on one subnet/);
         assert.equal(r.stdout, "");
         assert.deepEqual(fs.readdirSync(dir), []);
     } finally {

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { Sim, startSim } from "../sim/hosts";
+import { Sim, SimOptions, startSim } from "../sim/hosts";
 import { SimStackOptions, simStack } from "../sim/stacks";
 import type { Report, Stack } from "../engine/engine";
 
@@ -16,14 +16,17 @@ export interface SimSuite {
     stack(name: string, opts?: SimStackOptions): Stack;
 }
 
-/** Registers the file's before/after hooks; the sim is there once `before` has run. */
-export function simSuite(prefix: string, defaults: SimStackOptions = {}): SimSuite {
+/**
+ * Registers the file's before/after hooks; the sim is there once `before` has run. `simOptions` go to startSim as they
+ * are (e.g. `fabric`, to cable a host on another port); the host count and cluster are the suite's.
+ */
+export function simSuite(prefix: string, defaults: SimStackOptions = {}, simOptions: Omit<SimOptions, "hosts" | "cluster"> = {}): SimSuite {
     if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
     let sim: Sim | undefined;
     let work = "";
     before(async () => {
         work = fs.mkdtempSync(path.join(os.tmpdir(), `spark-vllm-${prefix}-`));
-        sim = await startSim({ hosts: 2, cluster: "auto" });
+        sim = await startSim({ ...simOptions, hosts: 2, cluster: "auto" });
     }, { timeout: 900_000 });
     after(async () => {
         await sim?.stop();

@@ -155,6 +155,12 @@ export interface SimOptions {
      * netplan does (`link-local: [ ipv4 ]`); the hosts reach each other on it over the sim's bridge. Default false.
      */
     linkLocal?: boolean;
+    /**
+     * The hosts' dockerd pulls Docker Hub references through the sim registry (`--registry-mirror`, as a pull-through
+     * mirror is set up), so that a release with `hubReference` (tests/sim/image.ts) is pulled by its Docker Hub name.
+     * Default false.
+     */
+    hubMirror?: boolean;
 }
 
 export interface ExecOptions { input?: string | Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv }
@@ -216,8 +222,8 @@ interface HostState {
     mntFile: string; utsFile: string; sshdPid?: number; dockerdPid?: number;
     /** cgroup parent name (absent in state files from before clusters: CGROUP_PREFIX + name). */
     cgroup?: string;
-    /** SimOptions.fabric / linkLocal for this host (absent: the defaults). */
-    iface?: string; hca?: string; linkLocal?: string;
+    /** SimOptions.fabric / linkLocal / hubMirror for this host (absent: the defaults). */
+    iface?: string; hca?: string; linkLocal?: string; hubMirror?: boolean;
 }
 const ifaceOf = (h: HostState) => h.iface ?? SIM_FABRIC_INTERFACE;
 interface SimState {
@@ -574,6 +580,7 @@ function dockerdArgs(c: SimCluster, h: HostState, driver: string): string[] {
         "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false",
         "--storage-driver", driver,
         "--insecure-registry", c.registry,
+        ...(h.hubMirror ? ["--registry-mirror", `http://${c.registry}`] : []),
         "--add-runtime", "nvidia=/usr/local/sbin/nvidia-container-runtime",
         "--cgroup-parent", `/${hostCgroup(h)}`,
     ];
@@ -706,6 +713,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         ...(options.fabric?.[name]?.interface ? { iface: options.fabric[name].interface } : {}),
         ...(options.fabric?.[name]?.hca ? { hca: options.fabric[name].hca } : {}),
         ...(options.linkLocal ? { linkLocal: `169.254.100.${10 + i}` } : {}),
+        ...(options.hubMirror ? { hubMirror: true } : {}),
     }));
     const state: SimState = { version: 1, cluster: c.id, ownerPid, runDir, hosts: hostStates };
     writeState(c, state);

@@ -24,6 +24,12 @@ export interface SimRelease {
     cuda_arch_list?: string[];
     /** Seconds a cold torch.compile takes (the compile cache makes the next start skip most of it). */
     compile_seconds?: number;
+    /**
+     * Also push this tag as `<registry>/<hubReference>` (e.g. "vllm/vllm-openai:v0.18.0"), for hosts started with
+     * SimOptions.hubMirror, which pull Docker Hub references through the sim registry: a stack can then name the image
+     * by its Docker Hub reference, the one the known-images table (components/images.ts) recognises. Not in release.json.
+     */
+    hubReference?: string;
     [k: string]: unknown;
 }
 
@@ -235,7 +241,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
                         !excluded.some(x => src === x || src.startsWith(x + path.sep)),
                 });
             }
-            fs.writeFileSync(path.join(stage, "etc", "vllm-sim", "release.json"), JSON.stringify({ name: IMAGE_REPO, ...release }, null, 2) + "\n");
+            fs.writeFileSync(path.join(stage, "etc", "vllm-sim", "release.json"), JSON.stringify({ name: IMAGE_REPO, ...release, hubReference: undefined }, null, 2) + "\n");
             // login shells reset PATH (/etc/profile): make the tools reachable there too
             const binDir = path.join(stage, "opt", "vllm-sim", "bin");
             if (fs.existsSync(binDir)) {
@@ -269,10 +275,21 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
             const d = digests.find(x => x.startsWith(`${ctx.registry}/${IMAGE_REPO}@sha256:`));
             if (!d) throw new Error(`no RepoDigest for ${ref} after push: ${JSON.stringify(digests)}`);
             images[tag] = d;
+            if (release.hubReference) {
+                const hubRef = `${ctx.registry}/${release.hubReference}`;
+                const repo = hubRef.replace(/:[^:/]+$/, "");
+                await dock(ctx, ["tag", ref, hubRef]);
+                ctx.log(`pushing ${hubRef} ...`);
+                await dock(ctx, ["push", hubRef]);
+                const hd = (JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", hubRef])) as string[]).find(x => x.startsWith(`${repo}@sha256:`));
+                if (!hd) throw new Error(`no RepoDigest for ${hubRef} after push`);
+                images[release.hubReference] = hd;
+            }
         }
     } finally {
         // leave the build host clean: every host pulls by digest like a real one
-        const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`), base];
+        const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`),
+            ...Object.values(ctx.releases).flatMap(r => r.hubReference ? [`${ctx.registry}/${r.hubReference}`] : []), base];
         await ctx.docker(["rmi", "-f", ...refs]);
         fs.rmSync(ctx.stagingDir, { recursive: true, force: true });
     }
