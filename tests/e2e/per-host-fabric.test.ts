@@ -18,7 +18,7 @@ let work = "";
 before(async () => {
     if (process.getuid?.() !== 0) throw new Error("this end-to-end file needs root (network namespaces, dockerd, sshd)");
     work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-per-host-fabric-"));
-    sim = await startSim({ hosts: 2, fabric: { "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" } }, linkLocal: true });
+    sim = await startSim({ hosts: 2, cluster: "auto", fabric: { "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" } }, linkLocal: true });
 }, { timeout: 900_000 });
 after(async () => {
     await sim?.stop();

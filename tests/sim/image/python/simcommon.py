@@ -98,22 +98,32 @@ def vllm_hold_path(pid):
     return "%s.vllm-holds-%d" % (faults_path(), pid)
 
 
+def _start_ticks(pid):
+    """A process's start time (field 22 of /proc/PID/stat, proc(5)): with the pid it names one process, also across
+    containers, whose pid namespaces hand the same numbers out again."""
+    with open("/proc/%d/stat" % pid) as fh:
+        return fh.read().rsplit(")", 1)[1].split()[19]
+
+
 def hold_vllm_memory(gib):
     with open(vllm_hold_path(os.getpid()), "w") as fh:
-        fh.write("%.4f\n" % gib)
+        fh.write("%.4f %s\n" % (gib, _start_ticks(os.getpid())))
 
 
 def vllm_held_gib():
-    """What live stand-in vLLM processes of this host's container hold (a stale file of a dead pid is ignored)."""
+    """What live stand-in vLLM processes of this host hold: a file whose pid is gone, or now names another process
+    (a replaced container reuses pids), is ignored."""
     held = 0.0
     folder, prefix = os.path.dirname(faults_path()), os.path.basename(faults_path()) + ".vllm-holds-"
     for name in (os.listdir(folder) if os.path.isdir(folder) else []):
         if not name.startswith(prefix):
             continue
         try:
-            os.kill(int(name.rsplit("-", 1)[1]), 0)
             with open(os.path.join(folder, name)) as fh:
-                held += float(fh.read().strip())
+                gib, started = fh.read().split()
+            if _start_ticks(int(name.rsplit("-", 1)[1])) != started:
+                continue
+            held += float(gib)
         except (OSError, ValueError):
             continue
     return held
