@@ -3,7 +3,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, parseSpec, rawConfigFromStack, show } from "../components/spec";
+import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, rawConfigFromStack, show } from "../components/spec";
 import { EXIT } from "./cli";
 import { ClusterPlan, planCluster } from "../components/plan";
 import { argvLine } from "../components/scripts";
@@ -110,6 +110,8 @@ export function planReport(plan: ClusterPlan, stack: string) {
         endpoint: plan.endpoint,
         model: spec.model,
         image: spec.image.reference,
+        // What `up` warns about too: link-local fabric addresses (components/spec.ts linkLocalNotes).
+        warnings: linkLocalNotes(spec),
         hosts: plan.hosts.map(h => ({
             name: h.host.name,
             role: h.role,
@@ -145,6 +147,7 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
     section("hosts");
     for (const h of r.hosts)
         out.push(`  ${h.name} (${h.role}) ssh ${h.ssh}, ${h.gpus} GPU, fabric ${h.fabric.interface} ${h.fabric.address}, HCAs ${h.fabric.hcas.join(", ") || "none (TCP)"}`);
+    for (const w of r.warnings) out.push(`  warning: ${w}`);
     section("containers");
     for (const h of r.hosts) {
         const c = h.container;

@@ -44,6 +44,8 @@ export interface CatalogEntry {
     ignoreCase?: boolean;
     /** Lines that only say something failed further up; they are never a root cause. */
     wrapper?: boolean;
+    /** Regex sources: the entry applies only to a log where some line matches one of them (the evidence it needs). */
+    requires?: string[];
     hint: string;
 }
 
@@ -132,6 +134,11 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         kind: "nccl-socket-fallback",
         patterns: [],
         weakPatterns: ["NCCL INFO NET/IB : No device found"],
+        // Judged by the transport NCCL used: a host without HCAs prints `No device found.` and `Using network Socket`
+        // even when every channel runs `via P2P/…` (tests/fixtures/nccl/p2p.nccl.log, healthy). A fall-back is a
+        // channel `via NET/Socket` (socket.nccl.log, hca-missing-net.nccl.log) or HCAs that were asked for
+        // (`NCCL_IB_HCA set to`, NCCL src/transport/net_ib.cc; hca-missing.nccl.log).
+        requires: ["NCCL INFO Channel [0-9]+/[0-9]+ : .* via NET/Socket", "NCCL INFO NCCL_IB_HCA set to "],
         hint:
             "NCCL looked for the IB/RoCE HCAs, found none it could use, and fell back to TCP sockets, which run tensor parallelism " +
             "many times slower (measured on two GPUs with NCCL 2.28: about 300 GB/s over NVLink, about 4 GB/s over sockets). " +
@@ -157,10 +164,20 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         kind: "ray-placement-group",
         patterns: [
             "Cannot provide a placement group of",
+            // Current vLLM for any request of more than one GPU (vllm/v1/executor/ray_utils.py _wait_until_pg_ready:
+            // `Cannot provide a placement group requiring {total_gpu_required} GPUs (placement_group_specs=…) within
+            // {PG_WAIT_TIMEOUT} seconds.`).
+            "Cannot provide a placement group requiring [0-9.]+ GPUs",
             "The number of required GPUs exceeds the total number of available GPUs in the cluster",
         ],
-        // vLLM logs this as a warning and keeps waiting for the group.
-        weakPatterns: ["The number of required GPUs exceeds the total number of available GPUs in the placement group"],
+        weakPatterns: [
+            // vLLM logs this as a warning and keeps waiting for the group.
+            "The number of required GPUs exceeds the total number of available GPUs in the placement group",
+            // Ray's autoscaler, every 30 s while a request cannot be placed on any node (ray-project/ray
+            // python/ray/autoscaler/_private/autoscaler.py: `Error: No available node types can fulfill resource request
+            // {}. Add suitable node types to this cluster to resolve this issue.`; "requests" in the v2 autoscaler).
+            "No available node types can fulfill resource requests?",
+        ],
         hint:
             "Ray cannot place one GPU per rank: `spark-vllm:vllm.tensorParallelSize` x `pipelineParallelSize` must equal the " +
             "GPUs of all hosts, and every worker must have joined the head (`ray status` in the head container shows the nodes " +
@@ -234,9 +251,10 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         kind: "cuda-kernel-image",
         patterns: ["no kernel image is available for execution on the device"],
         hint:
-            "The image's PyTorch or vLLM kernels were not built for the GB10 (compute capability 12.1, sm_121). " +
-            "Use an image built for Blackwell/GB10 (CUDA 12.9 or newer, arch list including 12.1) in `spark-vllm:image`, " +
-            "the same on every host.",
+            "The image's PyTorch or vLLM kernels were not built for the GB10 (compute capability 12.1): no sm_121 or " +
+            "sm_120 code (sm_120 runs on 12.1, same major, lower minor: components/images.ts) and no PTX the driver can " +
+            "compile. Use an image whose arch list includes 12.0 or 12.1 (CUDA 12.9 or newer; the known images are in " +
+            "components/images.ts) in `spark-vllm:image`, the same on every host.",
     },
     {
         kind: "cuda-error",
@@ -326,11 +344,13 @@ interface Compiled {
     entry: CatalogEntry;
     firm: RegExp[];
     weak: RegExp[];
+    requires: RegExp[];
 }
 const COMPILED: Compiled[] = DIAGNOSIS_CATALOG.map(entry => ({
     entry,
     firm: entry.patterns.map(p => re(p, entry.ignoreCase)),
     weak: (entry.weakPatterns ?? []).map(p => re(p, entry.ignoreCase)),
+    requires: (entry.requires ?? []).map(p => re(p, entry.ignoreCase)),
 }));
 
 const isBlank = (c: number) => c === 32 || c === 9;
@@ -380,10 +400,12 @@ export function diagnose(log: string): Diagnosis | undefined {
     const messages = normaliseLog(log).map(messageOf);
     const code = messages.map((_, i) => isCode(messages, i));
     const found = (entry: CatalogEntry, line: string): Diagnosis => ({ kind: entry.kind, line, hint: entry.hint });
+    const evidenced = (c: Compiled) => c.requires.length === 0 || messages.some((m, i) => !code[i] && c.requires.some(r => r.test(m)));
+    const candidates = COMPILED.filter(c => !c.entry.wrapper && evidenced(c));
     for (const tier of ["firm", "weak"] as const) {
         for (const [i, message] of messages.entries()) {
             if (code[i]) continue;
-            const hit = COMPILED.find(c => !c.entry.wrapper && c[tier].some(r => r.test(message)));
+            const hit = candidates.find(c => c[tier].some(r => r.test(message)));
             if (hit) return found(hit.entry, message);
         }
     }

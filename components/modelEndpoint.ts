@@ -44,9 +44,12 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         this.probe = wiring.command(names.of("endpoint-probe"), { parent: this }, keyLine);
         if (plan.servingProof) this.servingProof = wiring.command(names.of("serving-proof"), { parent: this }, keyLine);
         this.serving = this.servingProof ? this.servingProof.stdout.apply(out => {
-            const figures = lastJsonLine(out) as { levels?: Record<string, number>[]; warnings?: string[] };
+            const figures = lastJsonLine(out) as { levels?: Record<string, number>[]; warnings?: string[]; ttftMeasures?: string };
+            // The first token is the first chunk with choices, reasoning or answer (components/remote/spark_vllm/serving.py).
             for (const lv of figures.levels ?? [])
-                pulumi.log.info(`serving at concurrency ${lv.concurrency}: time to first token p50 ${lv.ttftP50Ms} ms, p95 ${lv.ttftP95Ms} ms; ${lv.outputTokensPerSecond} output tokens/s`, this);
+                pulumi.log.info(`serving at concurrency ${lv.concurrency}: time to first token p50 ${lv.ttftP50Ms} ms, p95 ${lv.ttftP95Ms} ms` +
+                    `${figures.ttftMeasures ? ` (${figures.ttftMeasures})` : ""}; ${lv.outputTokensPerSecond} output tokens/s` +
+                    `${lv.reasoningTokens ? `, ${lv.reasoningTokens} reasoning tokens` : ""}`, this);
             for (const w of figures.warnings ?? []) pulumi.log.warn(w, this);
             return figures as Record<string, unknown>;
         }) : pulumi.output(undefined);

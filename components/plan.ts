@@ -163,6 +163,25 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
     return env;
 }
 
+/**
+ * The names of containerEnv whose value differs between any two hosts of the plan (VLLM_HOST_IP, and NCCL_SOCKET_IFNAME,
+ * NCCL_IB_HCA, UCX_NET_DEVICES, GLOO_SOCKET_IFNAME, … whenever the hosts' ports or HCAs are named differently), sorted.
+ * vLLM's Ray executor would send the head's values of the NCCL_/UCX_/VLLM_/HF_… ones to every worker, overwriting
+ * the worker's own (vllm/ray/ray_env.py get_env_vars_to_copy, vllm-project/vllm#14099): each stays on its host.
+ */
+export function perHostEnvNames(spec: ClusterSpec): string[] {
+    const values = new Map<string, Set<string>>();
+    const envs = spec.hosts.map(h => new Map(containerEnv(spec, h)));
+    for (const env of envs) for (const name of env.keys()) values.set(name, new Set());
+    for (const [name, seen] of values) for (const env of envs) seen.add(env.get(name) ?? "\u0000unset");
+    return [...values].filter(([, seen]) => seen.size > 1).map(([name]) => name).sort();
+}
+
+/** What the head lists in vLLM's ray_non_carry_over_env_vars.json: the API key and every per-host variable. */
+export function rayNonCarryOver(spec: ClusterSpec): string[] {
+    return [...new Set([...RAY_NON_CARRY_OVER, ...perHostEnvNames(spec)])].sort();
+}
+
 function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Owner): ContainerPlan {
     const sameDir = (p: string) => ({ hostPath: p, containerPath: p });
     return {
@@ -512,8 +531,9 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, argv: string[], serves: b
         // Idempotent by content: the same vLLM, running and healthy, with the same key, is kept (components/launches.ts).
         ...keepIfSame(record, { running: pidFileRunning(pidFile), ...(serves ? { secret: { variable: "old_key", file: API_KEY_FILE } } : {}) }),
         ...removeRecord("vllm"),
-        // vLLM would copy VLLM_API_KEY to every Ray worker: list it in vLLM's non-carry-over file first (rayAuth.ts).
-        ...(serves && ray ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: RAY_NON_CARRY_OVER })]))] : []),
+        // vLLM would copy VLLM_API_KEY and the head's per-host fabric settings to every Ray worker: list them in vLLM's
+        // non-carry-over file first (rayAuth.ts, rayNonCarryOver).
+        ...(serves && ray ? [argvLine(tools(spec, ["ray-env", json({ nonCarryOver: rayNonCarryOver(spec) })]))] : []),
         ...stop,
         ...detachedLaunch(argv, log, pidFile),
         ...writeRecord(record),

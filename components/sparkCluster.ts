@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterSpec } from "./spec";
+import { ClusterSpec, linkLocalNotes } from "./spec";
 import { ClusterPlan, planCluster } from "./plan";
 import { plannedResources } from "./resources";
 import { resourceNames } from "./naming";
@@ -70,6 +70,8 @@ export class SparkCluster extends pulumi.ComponentResource {
         // The stack it belongs to: on every container and process, and what each host's preflight checks (components/ownership.ts).
         const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
+        // A link-local fabric address works until the next boot picks another (components/spec.ts linkLocalNotes).
+        for (const note of linkLocalNotes(args.spec)) pulumi.log.warn(note, this);
         const names = resourceNames(name);
         const wiring = new Wiring(plannedResources(plan, { cluster: name, apiKey: args.apiKey === undefined ? "generated" : "given", keepImage: args.keepImage }), args.sshPrivateKey);
         const parent = { parent: this };

@@ -607,18 +607,40 @@ export function parseIPv4(s: string): number[] | undefined {
 /**
  * Why an IPv4 address cannot be a host's fabric address (the address the other hosts reach it at), or
  * undefined. Ranges from the IANA special-purpose registry (RFC 6890): 0.0.0.0/8 "this network" (RFC 1122
- * 3.2.1.3; 0.0.0.0 binds every interface), 127.0.0.0/8 loopback, 169.254.0.0/16 link-local (RFC 3927: not
- * routed, may change at every boot), 224.0.0.0/4 multicast (RFC 5771), 240.0.0.0/4 reserved and
- * 255.255.255.255 limited broadcast (RFC 919).
+ * 3.2.1.3; 0.0.0.0 binds every interface), 127.0.0.0/8 loopback, 224.0.0.0/4 multicast (RFC 5771), 240.0.0.0/4
+ * reserved and 255.255.255.255 limited broadcast (RFC 919). Link-local 169.254.0.0/16 is accepted: two Sparks on one
+ * cable reach each other on it (linkLocalNotes).
  */
 export function unusableAddress(p: number[]): string | undefined {
     if (p[0] === 0) return p.every(x => x === 0) ? "0.0.0.0 means any address, not one host" : "in 0.0.0.0/8 (\"this network\"), not a host address";
     if (p[0] === 127) return "a loopback address: the other hosts cannot reach it";
-    if (p[0] === 169 && p[1] === 254) return "a link-local address (169.254.0.0/16): not routed, and it may change at every boot";
     if (p[0] >= 224 && p[0] <= 239) return "a multicast address (224.0.0.0/4)";
     if (p.every(x => x === 255)) return "the broadcast address";
     if (p[0] >= 240) return "in the reserved range 240.0.0.0/4";
     return undefined;
+}
+
+/** 169.254.0.0/16, IPv4 link-local (RFC 3927). */
+export const isLinkLocal = (p: number[]): boolean => p[0] === 169 && p[1] === 254;
+
+/**
+ * One note per host whose fabric address is link-local, for `plan` and as a warning at `up`. NVIDIA's "Connect two
+ * Sparks" playbook recommended `link-local: [ ipv4 ]` for the ConnectX-7 ports in /etc/netplan/40-cx7.yaml
+ * (NVIDIA/dgx-spark-playbooks nvidia/connect-two-sparks/README.md and assets/cx7-netplan.yaml, "Automatic IP
+ * Assignment", with the note that those addresses change on reboot). The kernel picks such an address itself (RFC 3927 2.1) and
+ * can pick another at the next boot, when the stack would name an address the host no longer has; the playbook's
+ * current revision pins static addresses in the same file (`addresses: [192.168.100.10/24]`, `dhcp4: no`).
+ */
+export function linkLocalNotes(spec: { hosts: Array<{ name: string; fabric: { interface: string; address: string } }> }): string[] {
+    return spec.hosts.flatMap((h, i) => {
+        const p = parseIPv4(h.fabric.address);
+        return p && isLinkLocal(p) ? [
+            `spark-vllm:hosts[${i}].fabric.address ${h.fabric.address} (${h.name}) is link-local (169.254.0.0/16, as NVIDIA's ` +
+            `two-Spark netplan \`link-local: [ ipv4 ]\` assigns): it can change at boot unless pinned, and then this stack names ` +
+            `an address ${h.name} no longer has. Pin it: in /etc/netplan/40-cx7.yaml on ${h.name} give ${h.fabric.interface} ` +
+            `\`addresses: [${h.fabric.address}/16]\` (or an address of your own on both hosts) and run \`sudo netplan apply\``,
+        ] : [];
+    });
 }
 
 /** Parses `[registry/]repo[:tag][@sha256:digest]`; undefined when it cannot be parsed. */

@@ -51,6 +51,10 @@ export interface SimHost {
     /** Root-side veth (bridge port); `setHostDown` switches it. */
     veth: string;
     fabricInterface: string;
+    /** The RoCE HCA its sysfs shows on that interface (default rocep1s0f1; SimOptions.fabric). */
+    fabricHca: string;
+    /** A link-local address on the fabric interface besides `address` (SimOptions.linkLocal), else undefined. */
+    linkLocalAddress?: string;
     /** This host's private dir (root-namespace path). */
     root: string;
     /** Root-namespace path of the host's /root/.cache/huggingface. */
@@ -89,6 +93,16 @@ export interface SimOptions {
     handleSignals?: boolean;
     /** Record this owner PID in the state file (the CLI uses 0: "no live owner"). */
     ownerPid?: number;
+    /**
+     * Per-host fabric netdev and RoCE HCA names, by host name, as when the Sparks are cabled on different ports
+     * (e.g. `{ "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" } }`). Default enp1s0f1np1 / rocep1s0f1.
+     */
+    fabric?: Record<string, { interface?: string; hca?: string }>;
+    /**
+     * Also put a link-local address (169.254.100.<10+i>/16) on each host's fabric interface, as NVIDIA's two-Spark
+     * netplan does (`link-local: [ ipv4 ]`); the hosts reach each other on it over the sim's bridge. Default false.
+     */
+    linkLocal?: boolean;
 }
 
 export interface ExecOptions { input?: string | Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv }
@@ -146,7 +160,10 @@ export interface Sim {
 interface HostState {
     name: string; address: string; netns: string; veth: string; root: string;
     mntFile: string; utsFile: string; sshdPid?: number; dockerdPid?: number;
+    /** SimOptions.fabric / linkLocal for this host (absent: the defaults). */
+    iface?: string; hca?: string; linkLocal?: string;
 }
+const ifaceOf = (h: HostState) => h.iface ?? SIM_FABRIC_INTERFACE;
 interface SimState {
     version: 1;
     ownerPid: number;
@@ -352,13 +369,18 @@ function sshdConfig(h: HostState): string {
  * host's mount namespace lays it over /sys/class (an overlay: the machine's own classes stay visible), so the
  * preflight's HCA checks pass; what NCCL then makes of it is the stand-in torch's `hca_missing` switch.
  */
-function writeFakeHca(root: string, hca: string, netdev: string, address: string): void {
+function writeFakeHca(root: string, hca: string, netdev: string, address: string, linkLocal?: string): void {
     const port = path.join(root, "sysclass/upper/infiniband", hca, "ports/1");
-    const hex = address.split(".").map(n => Number(n).toString(16).padStart(2, "0"));
+    const mapped = (a: string) => {
+        const hex = a.split(".").map(n => Number(n).toString(16).padStart(2, "0"));
+        return `0000:0000:0000:0000:0000:ffff:${hex[0]}${hex[1]}:${hex[2]}${hex[3]}`;
+    };
     const files: Record<string, string> = {
         state: "4: ACTIVE", link_layer: "Ethernet",
         "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001", "gid_attrs/types/0": "RoCE v2", "gid_attrs/ndevs/0": netdev,
-        "gids/1": `0000:0000:0000:0000:0000:ffff:${hex[0]}${hex[1]}:${hex[2]}${hex[3]}`, "gid_attrs/types/1": "RoCE v2", "gid_attrs/ndevs/1": netdev,
+        "gids/1": mapped(address), "gid_attrs/types/1": "RoCE v2", "gid_attrs/ndevs/1": netdev,
+        // The kernel adds a RoCE v2 GID for every IPv4 address of the netdev, a link-local one too.
+        ...(linkLocal ? { "gids/2": mapped(linkLocal), "gid_attrs/types/2": "RoCE v2", "gid_attrs/ndevs/2": netdev } : {}),
     };
     for (const [file, text] of Object.entries(files)) {
         fs.mkdirSync(path.dirname(path.join(port, file)), { recursive: true });
@@ -380,7 +402,7 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
     fs.symlinkSync("/dev/shm", path.join(r, "run/shm"));
     fs.writeFileSync(path.join(r, "home/.ssh/authorized_keys"), pubKey, { mode: 0o600 });
     await must(["mknod", "-m", "666", path.join(r, "dev/upper/infiniband/uverbs0"), "c", "231", "192"]);
-    writeFakeHca(r, "rocep1s0f1", SIM_FABRIC_INTERFACE, h.address);
+    writeFakeHca(r, h.hca ?? "rocep1s0f1", ifaceOf(h), h.address, h.linkLocal);
     await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", `root@${h.name}`, "-f", path.join(r, "etc/ssh_host_ed25519_key")]);
     fs.writeFileSync(path.join(r, "etc/sshd_config"), sshdConfig(h));
     fs.writeFileSync(path.join(r, "etc/hostname"), `${h.name}\n`);
@@ -413,10 +435,11 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
 
 async function createNamespaces(h: HostState): Promise<void> {
     await must(["ip", "netns", "add", h.netns]);
-    await must(["ip", "link", "add", h.veth, "type", "veth", "peer", "name", SIM_FABRIC_INTERFACE, "netns", h.netns]);
+    await must(["ip", "link", "add", h.veth, "type", "veth", "peer", "name", ifaceOf(h), "netns", h.netns]);
     await must(["ip", "link", "set", h.veth, "master", SIM_BRIDGE, "up"]);
-    await must(["ip", "-n", h.netns, "addr", "add", `${h.address}/24`, "dev", SIM_FABRIC_INTERFACE]);
-    await must(["ip", "-n", h.netns, "link", "set", SIM_FABRIC_INTERFACE, "up"]);
+    await must(["ip", "-n", h.netns, "addr", "add", `${h.address}/24`, "dev", ifaceOf(h)]);
+    if (h.linkLocal) await must(["ip", "-n", h.netns, "addr", "add", `${h.linkLocal}/16`, "dev", ifaceOf(h)]);
+    await must(["ip", "-n", h.netns, "link", "set", ifaceOf(h), "up"]);
     await must(["ip", "-n", h.netns, "link", "set", "lo", "up"]);
     fs.writeFileSync(h.mntFile, "");
     fs.writeFileSync(h.utsFile, "");
@@ -581,7 +604,12 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     const runDir = path.join(SIM_DIR, "run");
     fs.mkdirSync(runDir, { recursive: true });
     fs.mkdirSync(NS_DIR, { recursive: true });
-    const hostStates = SIM_HOST_NAMES.slice(0, n).map((name, i) => hostDefaults(name, i, runDir));
+    const hostStates = SIM_HOST_NAMES.slice(0, n).map((name, i) => ({
+        ...hostDefaults(name, i, runDir),
+        ...(options.fabric?.[name]?.interface ? { iface: options.fabric[name].interface } : {}),
+        ...(options.fabric?.[name]?.hca ? { hca: options.fabric[name].hca } : {}),
+        ...(options.linkLocal ? { linkLocal: `169.254.100.${10 + i}` } : {}),
+    }));
     const state: SimState = { version: 1, ownerPid: options.ownerPid ?? process.pid, runDir, hosts: hostStates };
     writeState(state);
 
@@ -715,7 +743,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             address: h.address,
             netns: h.netns,
             veth: h.veth,
-            fabricInterface: SIM_FABRIC_INTERFACE,
+            fabricInterface: ifaceOf(h),
+            fabricHca: h.hca ?? "rocep1s0f1",
+            ...(h.linkLocal ? { linkLocalAddress: h.linkLocal } : {}),
             root: h.root,
             hfCache: path.join(h.root, "home/.cache/huggingface"),
             logDir: path.join(h.root, "vartmp/spark-vllm"),
@@ -761,7 +791,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
                     // (about 3 s) instead of a TCP timeout, like a host that is powered off
                     await run(["ip", "neigh", "flush", "to", h.address, "dev", SIM_BRIDGE]);
                     for (const o of hostStates) {
-                        if (o.name !== h.name) await run(["ip", "-n", o.netns, "neigh", "flush", "to", h.address, "dev", SIM_FABRIC_INTERFACE]);
+                        if (o.name !== h.name) await run(["ip", "-n", o.netns, "neigh", "flush", "to", h.address, "dev", ifaceOf(o)]);
                     }
                 }
                 if (!down) await waitFor(`${h.name} reachable`, () => tcpOpen(h.address, 22, 500), 10_000, 100);

@@ -1,7 +1,7 @@
 // Bad input (issue 13): what config may say, and how refusals read.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { LIMITS, MAX_ARG_STRLEN, SpecError, commandLengthProblem, parseSpec, show, vllmOptionOf } from "../../components/spec";
+import { LIMITS, MAX_ARG_STRLEN, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, show, vllmOptionOf } from "../../components/spec";
 import { rawConfig, specProblems } from "../fixtures";
 
 const problems = specProblems;
@@ -101,12 +101,11 @@ test("cacheDir and logDir may not be /, system or shared directories, or hold . 
     }
 });
 
-test("fabric addresses: no 0.0.0.0, loopback, link-local, multicast, broadcast or reserved", () => {
+test("fabric addresses: no 0.0.0.0, loopback, multicast, broadcast or reserved (link-local is accepted)", () => {
     const cases: [string, RegExp][] = [
         ["0.0.0.0", /0\.0\.0\.0 means any address/],
         ["0.1.2.3", /this network/],
         ["127.0.0.1", /loopback/],
-        ["169.254.10.1", /link-local/],
         ["224.0.0.1", /multicast/],
         ["239.255.255.250", /multicast/],
         ["255.255.255.255", /broadcast/],
@@ -119,6 +118,26 @@ test("fabric addresses: no 0.0.0.0, loopback, link-local, multicast, broadcast o
         assert.equal(found.length, 1, found.join("\n"));
         assert.match(found[0], new RegExp(`^spark-vllm:hosts\\[1\\]\\.fabric\\.address: ${address.replace(/\./g, "\\.")} is `));
         assert.match(found[0], why);
+    }
+});
+
+test("link-local fabric addresses (NVIDIA's two-Spark netplan) are accepted, with a note per host", () => {
+    const raw = rawConfig(3);
+    raw.hosts[0].fabric.address = "169.254.3.7";
+    raw.hosts[2].fabric.address = "169.254.200.9";
+    const spec = parseSpec(raw);
+    assert.equal(spec.hosts[0].fabric.address, "169.254.3.7");
+    const notes = linkLocalNotes(spec);
+    assert.equal(notes.length, 2);
+    assert.match(notes[0], /^spark-vllm:hosts\[0\]\.fabric\.address 169\.254\.3\.7 \(spark-a\) is link-local/);
+    assert.match(notes[1], /^spark-vllm:hosts\[2\]\.fabric\.address 169\.254\.200\.9 \(spark-c\)/);
+    for (const n of notes) assert.match(n, /can change at boot unless pinned.*netplan apply/);
+    assert.deepEqual(linkLocalNotes(parseSpec(rawConfig(2))), []);
+    // neighbours of the range are plain addresses
+    for (const a of ["169.253.1.1", "169.255.1.1"]) {
+        const r = rawConfig(2);
+        r.hosts[1].fabric.address = a;
+        assert.deepEqual(linkLocalNotes(parseSpec(r)), []);
     }
 });
 

@@ -194,7 +194,7 @@ test("contextAround: normalised lines before and after the root cause", () => {
 });
 
 test("catalog patterns stay in the JS/Python common regex subset", () => {
-    const sources = [...DIAGNOSIS_CATALOG.flatMap(e => [...e.patterns, ...(e.weakPatterns ?? [])]), ...Object.values(LOG_SYNTAX)];
+    const sources = [...DIAGNOSIS_CATALOG.flatMap(e => [...e.patterns, ...(e.weakPatterns ?? []), ...(e.requires ?? [])]), ...Object.values(LOG_SYNTAX)];
     for (const s of sources) {
         assert.doesNotMatch(s, /\\[dDwWsSbBAZzpPk]|\(\?<|\(\?P|\(\?[imsx]/, s);
         new RegExp(s, "s");
@@ -262,4 +262,40 @@ json.dump(out, sys.stdout)
         assert.deepEqual(results[i].lines, normaliseLog(text), `text ${i}`);
         assert.deepEqual(results[i].context, d ? contextAround(text, d.line) : null, `text ${i}`);
     });
+});
+
+test("Ray placement: current vLLM's multi-GPU timeout and Ray's autoscaler warning are ray-placement-group", () => {
+    // vllm/v1/executor/ray_utils.py _wait_until_pg_ready (total_gpu_required > 1)
+    const vllm = "ValueError: Cannot provide a placement group requiring 2.0 GPUs (placement_group_specs=[{'GPU': 1.0, 'node:192.168.100.10': 0.001}, {'GPU': 1.0}]) within 1800 seconds.";
+    const log = `INFO 03-18 11:20:01 [ray_utils.py:402] No current placement group found. Creating a new placement group.\n${vllm}\nTensor parallel size may exceed available GPUs in your cluster. Check resources with \`ray status\` and \`ray list nodes\`.\n`;
+    assert.deepEqual([diagnose(log)?.kind, diagnose(log)?.line], ["ray-placement-group", vllm]);
+    // ray-project/ray python/ray/autoscaler/_private/autoscaler.py (and the v2 autoscaler's plural), as the driver prints it
+    for (const line of [
+        "(autoscaler +1m2s) Error: No available node types can fulfill resource request {'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
+        "(autoscaler +35s) Error: No available node types can fulfill resource requests {'GPU': 1.0}*1. Add suitable node types to this cluster to resolve this issue.",
+    ]) {
+        const d = diagnose(`INFO 03-18 11:20:01 [ray_utils.py:402] Waiting\n${line}\n`);
+        assert.equal(d?.kind, "ray-placement-group", line);
+    }
+    // weak: a firm cause elsewhere in the log wins over the autoscaler's warning
+    const both = "(autoscaler +35s) Error: No available node types can fulfill resource request {'GPU': 1.0}.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+    assert.equal(diagnose(both)?.kind, "cuda-oom");
+});
+
+test("nccl-socket-fallback is judged by the transport NCCL used: a healthy P2P run that printed `No device found.` is none", () => {
+    const nccl = (f: string) => readFileSync(path.join(__dirname, "..", "fixtures", "nccl", f), "utf8");
+    assert.match(nccl("p2p.nccl.log"), /NET\/IB : No device found\./);
+    assert.equal(diagnose(nccl("p2p.nccl.log")), undefined, "channels via P2P/CUMEM, no HCA asked for");
+    assert.equal(diagnose(nccl("torchrun.nccl.log")), undefined);
+    for (const f of ["socket.nccl.log", "hca-missing-net.nccl.log", "hca-missing.nccl.log"])
+        assert.equal(diagnose(nccl(f))?.kind, "nccl-socket-fallback", f);
+});
+
+test("the cuda-kernel-image hint agrees with the images table: sm_120 kernels run on the GB10's 12.1", async () => {
+    const { cudaKernelsRunOn, GB10_CAPABILITY } = await import("../../components/images");
+    assert.equal(cudaKernelsRunOn(["sm_120"], GB10_CAPABILITY).runs, true);
+    const hint = DIAGNOSIS_CATALOG.find(e => e.kind === "cuda-kernel-image")!.hint;
+    assert.match(hint, /sm_120 runs on 12\.1/);
+    assert.match(hint, /arch list includes 12\.0 or 12\.1/);
+    assert.doesNotMatch(hint, /arch list including 12\.1\)/, "the old hint asked for 12.1 only");
 });

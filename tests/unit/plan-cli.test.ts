@@ -158,3 +158,16 @@ test("every multi-host stack runs the fabric check after the compat check and be
         assert.ok(launches.every(n => order.indexOf(n) > lastRank), `${stack}: ${order.join(" ")}`);
     }
 });
+
+test("plan accepts link-local fabric addresses and says they can change at boot and how to pin them", () => {
+    const text = SPARK.replace(/192\.168\.100\.10\b/g, "169.254.10.1").replace(/192\.168\.100\.11\b/g, "169.254.10.2");
+    assert.notEqual(text, SPARK);
+    const r = planText(text);
+    assert.equal(r.status, 0, r.stderr + r.stdout);
+    assert.ok(r.stdout.includes("fabric enp1s0f1np1 169.254.10.1"), r.stdout);
+    const warnings = r.stdout.split("\n").filter(l => l.startsWith("  warning: "));
+    assert.equal(warnings.length, 2, r.stdout);
+    assert.match(warnings[0], /spark-vllm:hosts\[0\]\.fabric\.address 169\.254\.10\.1 \(spark-a\) is link-local .*can change at boot unless pinned.*\/etc\/netplan\/40-cx7\.yaml on spark-a give enp1s0f1np1 `addresses: \[169\.254\.10\.1\/16\]`.*sudo netplan apply/);
+    // a routable address gets no such warning
+    assert.ok(!cli(["plan", "--stack", "spark"]).stdout.includes("link-local"));
+});

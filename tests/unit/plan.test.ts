@@ -234,10 +234,45 @@ test("the Ray token script writes the token 0600 in a 0700 directory, and refuse
     fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test("with Ray, the head's vLLM launch lists VLLM_API_KEY in vLLM's non-carry-over file before vllm serve", () => {
-    const ray = plan(2).vllmLaunch.create;
-    const line = "spark_vllm_tools.py ray-env '{\"nonCarryOver\":[\"VLLM_API_KEY\"]}'";
-    assert.ok(ray.includes(line.replace(/'/g, `'"'"'`)) || ray.includes(line), ray);
+/** The names the head's launch lists in vLLM's ray_non_carry_over_env_vars.json (its ray-env line), or undefined. */
+const listed = (p: ReturnType<typeof plan>): string[] | undefined => {
+    // The line is quoted twice (argvLine, then the docker exec script): its JSON is the first {...} after ray-env.
+    const m = /spark_vllm_tools\.py ray-env \S*?(\{"nonCarryOver":\[[^\]]*\]\})/.exec(p.vllmLaunch.create);
+    return m ? JSON.parse(m[1]).nonCarryOver : undefined;
+};
+
+test("with Ray, the head's vLLM launch lists VLLM_API_KEY and the per-host names in vLLM's non-carry-over file before vllm serve", () => {
+    const p = plan(2);
+    assert.deepEqual(listed(p), ["RAY_NODE_IP_ADDRESS", "SPARK_VLLM_HOST", "VLLM_API_KEY", "VLLM_HOST_IP"]);
+    const ray = p.vllmLaunch.create;
     assert.ok(ray.indexOf("ray-env") < ray.indexOf("setsid vllm serve"), "before vllm serve starts");
-    assert.ok(!plan(2, raw => { raw.vllm.backend = "mp"; }).vllmLaunch.create.includes("ray-env"));
+    assert.equal(listed(plan(2, raw => { raw.vllm.backend = "mp"; })), undefined);
+});
+
+test("hosts cabled on different ports keep their own NCCL/UCX/Gloo/TP settings: every variable that differs per host is listed", () => {
+    const shapes: Array<(raw: Record<string, any>) => void> = [
+        // spark-b on port 2 (DESIGN.md: enp1s0f1np1 / enP2p1s0f1np1, rocep1s0f1 / roceP2p1s0f1)
+        raw => { raw.hosts[1].fabric.interface = "enP2p1s0f1np1"; raw.hosts[1].fabric.hcas = ["roceP2p1s0f1"]; },
+        // one host TCP only: its NCCL_IB_DISABLE=1 and no NCCL_IB_HCA must not be replaced by the head's
+        raw => { raw.hosts[2].fabric.hcas = []; },
+        raw => { raw.hosts[0].fabric.interface = "enp1s0f0np0"; raw.hosts[3].fabric.hcas = ["rocep1s0f0"]; },
+        () => {},
+    ];
+    for (const shape of shapes) {
+        const p = plan(4, shape);
+        const names = listed(p)!;
+        const differing = new Set<string>();
+        for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) {
+            const a = env(p, i), b = env(p, j);
+            for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) if (a[k] !== b[k]) differing.add(k);
+        }
+        for (const k of differing) assert.ok(names.includes(k), `${k} differs per host but vLLM would copy the head's value: ${names}`);
+        assert.ok(names.includes("VLLM_API_KEY"));
+    }
+    const port2 = listed(plan(2, shapes[0]))!;
+    for (const k of ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "VLLM_HOST_IP"])
+        assert.ok(port2.includes(k), `${k} missing from ${port2}`);
+    // the same on every host: vLLM may copy it (same value), and the list stays as it was for such stacks
+    assert.ok(!listed(plan(2))!.includes("NCCL_SOCKET_IFNAME"));
+    assert.ok(!listed(plan(2))!.includes("HF_HOME"));
 });

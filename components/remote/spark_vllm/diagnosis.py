@@ -25,7 +25,8 @@ def _rules():
             "header": re.compile(s["header"], re.DOTALL),
             "exception": re.compile(s["exception"], re.DOTALL),
             "frame": re.compile(s["frame"], re.DOTALL),
-            "entries": [(e, compile_all(e, "patterns"), compile_all(e, "weakPatterns")) for e in d["catalog"]],
+            "entries": [(e, compile_all(e, "patterns"), compile_all(e, "weakPatterns"), compile_all(e, "requires"))
+                        for e in d["catalog"]],
             "maxLineChars": d.get("maxLineChars"),
         }]
     return _cache[1]
@@ -68,12 +69,17 @@ def diagnose(text):
     r = _rules()
     messages = [_message(line) for line in normalise_log(text)]
     code = [_is_code(messages, i) for i in range(len(messages))]
+
+    def evidenced(c):
+        """An entry with `requires` applies only when some line of the log matches one of them."""
+        return not c[3] or any(not code[i] and any(p.search(m) for p in c[3]) for i, m in enumerate(messages))
+    candidates = [c for c in r["entries"] if not c[0].get("wrapper") and evidenced(c)]
     for tier in (1, 2):
         for i, m in enumerate(messages):
             if code[i]:
                 continue
-            for c in r["entries"]:
-                if not c[0].get("wrapper") and any(p.search(m) for p in c[tier]):
+            for c in candidates:
+                if any(p.search(m) for p in c[tier]):
                     return _found(c[0], m)
     wrapper = next(c for c in r["entries"] if c[0].get("wrapper"))
 

@@ -19,35 +19,57 @@ def percentile(values, p):
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
+# What the time to first token measures: the first chunk with choices, as vLLM's own benchmark times it
+# (vllm/benchmarks/lib/endpoint_request_func.py async_request_openai_chat_completions: `if choices :=
+# data.get("choices")` starts the clock's stop, content or not). vLLM sends its first chunk (the assistant role) when the
+# engine yields the first output (vllm/entrypoints/openai/serving_chat.py chat_completion_stream_generator,
+# first_iteration), so this is the first token whether it is reasoning or answer.
+TTFT_MEASURES = "first streamed chunk with choices (vLLM benchmarks' TTFT; reasoning or answer)"
+
+
+def stream_figures(lines, clock=time.monotonic, started=None):
+    """The figures of one streamed chat completion from its SSE lines: seconds to the first chunk with choices, seconds
+    in all, output tokens (the usage chunk's completion_tokens, else one per token chunk), and the chunks that carried
+    reasoning and answer. A model served with --reasoning-parser (gpt-oss among them) streams `reasoning_content`
+    (`reasoning` in newer vLLM, vllm-project/vllm#22920) before any `content`, and a short answer can stay in reasoning:
+    that is an answer, not a failure."""
+    started = clock() if started is None else started
+    first, reasoning, content, usage = None, 0, 0, None
+    for raw in lines:
+        line = (raw.decode(errors="replace") if isinstance(raw, bytes) else raw).strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        event = json.loads(line[len("data: "):])
+        choices = event.get("choices")
+        if choices:
+            if first is None:
+                first = clock() - started
+            delta = choices[0].get("delta") or {}
+            if delta.get("reasoning_content") or delta.get("reasoning"):
+                reasoning += 1
+            if delta.get("content"):
+                content += 1
+        elif event.get("usage"):
+            usage = event["usage"].get("completion_tokens")
+    if first is None:
+        # vllm/benchmarks/lib/endpoint_request_func.py: "Never received a valid chunk to calculate TTFT."
+        raise RuntimeError("the stream carried no chunk with choices (no token): cannot time the first token")
+    return {"ttft": first, "seconds": clock() - started, "tokens": usage if usage is not None else reasoning + content,
+            "reasoningChunks": reasoning, "contentChunks": content}
+
+
 def streamed_chat(base, key, model, max_tokens, timeout):
-    """One streamed chat completion: seconds to the first content token, seconds in all, and the output tokens (the
-    usage chunk's count, else one per content chunk). The stream is vLLM's (vllm/entrypoints/openai/serving_chat.py
+    """One streamed chat completion against vLLM's OpenAI server (vllm/entrypoints/openai/serving_chat.py
     chat_completion_stream_generator): `data: {chunk}` events, a last chunk with `usage` and no choices when
-    stream_options.include_usage is set, then `data: [DONE]`."""
+    stream_options.include_usage is set, then `data: [DONE]`. Its figures: stream_figures."""
     body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
             "stream": True, "stream_options": {"include_usage": True}}
     req = urllib.request.Request(base + "/v1/chat/completions", method="POST", data=json.dumps(body).encode())
     req.add_header("Content-Type", "application/json")
     req.add_header("Authorization", "Bearer " + key)
     started = time.monotonic()
-    first, chunks, usage = None, 0, None
     with urllib.request.urlopen(req, timeout=timeout) as resp:
-        for raw in resp:
-            line = raw.decode(errors="replace").strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[len("data: "):])
-            if event.get("usage"):
-                usage = event["usage"].get("completion_tokens")
-            for choice in event.get("choices") or []:
-                if (choice.get("delta") or {}).get("content"):
-                    chunks += 1
-                    if first is None:
-                        first = time.monotonic() - started
-    total = time.monotonic() - started
-    if first is None:
-        raise RuntimeError("the stream carried no content")
-    return {"ttft": first, "seconds": total, "tokens": usage if usage is not None else chunks}
+        return stream_figures(resp, started=started)
 
 
 def load_level(run_one, concurrency, requests):
@@ -82,7 +104,10 @@ def load_level(run_one, concurrency, requests):
     tokens = sum(r["tokens"] for r in results)
     return {"concurrency": concurrency, "requests": requests, "ttftP50Ms": round(percentile(ttfts, 50), 1),
             "ttftP95Ms": round(percentile(ttfts, 95), 1), "outputTokens": tokens,
-            "outputTokensPerSecond": round(tokens / wall, 2) if wall > 0 else None}
+            "outputTokensPerSecond": round(tokens / wall, 2) if wall > 0 else None,
+            # reasoning tokens (one per reasoning chunk), and how many answers never left reasoning
+            "reasoningTokens": sum(r["reasoningChunks"] for r in results),
+            "answersOnlyInReasoning": sum(1 for r in results if r["contentChunks"] == 0)}
 
 
 def drop_warnings(levels, previous, fraction):
@@ -117,13 +142,14 @@ def serving_proof(args):
         previous = json.loads(previous_text) if previous_text else None
     except ValueError:
         previous = None
-    result = {"levels": levels, "maxTokens": args["maxTokens"],
+    result = {"levels": levels, "maxTokens": args["maxTokens"], "ttftMeasures": TTFT_MEASURES,
               "warnings": drop_warnings(levels, previous, args["warnDropFraction"])}
     for w in result["warnings"]:
         say("serving: WARNING " + w)
     for lv in levels:
-        say("serving: concurrency %d: time to first token p50 %.0f ms, p95 %.0f ms; %.1f output tokens/s"
-            % (lv["concurrency"], lv["ttftP50Ms"], lv["ttftP95Ms"], lv["outputTokensPerSecond"] or 0))
+        say("serving: concurrency %d: time to first token p50 %.0f ms, p95 %.0f ms (%s); %.1f output tokens/s, "
+            "%d of them reasoning" % (lv["concurrency"], lv["ttftP50Ms"], lv["ttftP95Ms"], TTFT_MEASURES,
+                                      lv["outputTokensPerSecond"] or 0, lv["reasoningTokens"]))
     tmp = args["resultFile"] + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"levels": levels}, f)

@@ -33,6 +33,23 @@ class FixtureLogs(unittest.TestCase):
         self.assertTrue(diagnose(fixture("unknown-engine-failure.log"))["line"].startswith(
             "AssertionError: expert map has 0 local experts on rank 1"))
 
+    def test_nccl_socket_fallback_needs_a_socket_channel_or_asked_for_hcas(self):
+        nccl = os.path.join(os.path.dirname(FIXTURE_LOGS), "nccl")
+
+        def log(name):
+            with open(os.path.join(nccl, name), errors="replace") as f:
+                return f.read()
+        self.assertIsNone(diagnose(log("p2p.nccl.log")))
+        for name in ("socket.nccl.log", "hca-missing.nccl.log", "hca-missing-net.nccl.log"):
+            self.assertEqual(diagnose(log(name))["kind"], "nccl-socket-fallback", name)
+
+    def test_ray_placement_group_lines_of_current_vllm_and_the_autoscaler(self):
+        for line in ("ValueError: Cannot provide a placement group requiring 2.0 GPUs (placement_group_specs=[{'GPU': 1.0}, "
+                     "{'GPU': 1.0}]) within 1800 seconds.",
+                     "(autoscaler +1m2s) Error: No available node types can fulfill resource request {'GPU': 1.0}. "
+                     "Add suitable node types to this cluster to resolve this issue."):
+            self.assertEqual(diagnose("INFO start\n" + line + "\n")["kind"], "ray-placement-group", line)
+
     def test_a_clean_startup_has_no_root_cause(self):
         self.assertIsNone(diagnose(fixture("clean-startup.log")))
         self.assertIsNone(diagnose(""))

@@ -32,8 +32,9 @@ def sse_server(first_token_s, token_gap_s, tokens, key="k"):
             def send(obj):
                 self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
                 self.wfile.flush()
-            send({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
+            # vLLM sends the role chunk with the first output (serving_chat.py first_iteration), not before it
             time.sleep(first_token_s)
+            send({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
             for i in range(tokens):
                 if i:
                     time.sleep(token_gap_s)
@@ -44,6 +45,43 @@ def sse_server(first_token_s, token_gap_s, tokens, key="k"):
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+class ReasoningStreams(unittest.TestCase):
+    """reasoning-only.sse: a stream in vLLM's chunk format (vllm/entrypoints/openai/serving_chat.py; the role chunk,
+    then deltas with `reasoning_content`, the older name, and `reasoning`, the newer, vllm-project/vllm#22920) of a
+    reasoning model whose answer never leaves reasoning before max_tokens; written for this test, not captured on a
+    GB10."""
+
+    def lines(self):
+        with open(os.path.join(FIXTURES, "reasoning-only.sse"), "rb") as f:
+            return f.read().splitlines(keepends=True)
+
+    def test_an_answer_that_stays_in_reasoning_is_timed_and_counted(self):
+        ticks = iter([0.0, 0.25, 0.4])
+        r = serving.stream_figures(self.lines(), clock=lambda: next(ticks))
+        self.assertEqual(r["ttft"], 0.25)  # the first chunk with choices, as vLLM's benchmark times it
+        self.assertEqual(r["seconds"], 0.4)
+        self.assertEqual((r["tokens"], r["reasoningChunks"], r["contentChunks"]), (5, 5, 0))
+
+    def test_without_usage_the_tokens_are_the_reasoning_and_answer_chunks(self):
+        lines = [l for l in self.lines() if b'"usage"' not in l]
+        lines.insert(-2, b'data: {"choices":[{"index":0,"delta":{"content":"Sea."}}]}\n')
+        r = serving.stream_figures(lines)
+        self.assertEqual((r["tokens"], r["reasoningChunks"], r["contentChunks"]), (6, 5, 1))
+
+    def test_a_stream_without_any_choices_fails(self):
+        with self.assertRaisesRegex(RuntimeError, "no chunk with choices"):
+            serving.stream_figures([b'data: {"choices":[],"usage":{"completion_tokens":0}}\n', b"data: [DONE]\n"])
+
+    def test_a_level_reports_reasoning_tokens_and_what_was_measured(self):
+        one = {"ttft": 0.1, "seconds": 0.5, "tokens": 5, "reasoningChunks": 5, "contentChunks": 0}
+        lv = serving.load_level(lambda: dict(one), 1, 2)
+        self.assertEqual((lv["reasoningTokens"], lv["answersOnlyInReasoning"]), (10, 2))
+        self.assertIn("first streamed chunk with choices", serving.TTFT_MEASURES)
 
 
 class Figures(unittest.TestCase):
@@ -63,7 +101,7 @@ class Figures(unittest.TestCase):
 
     def test_a_level_gathers_every_request_and_fails_on_any_error(self):
         calls = []
-        lv = serving.load_level(lambda: calls.append(1) or {"ttft": 0.1, "seconds": 0.5, "tokens": 20}, 2, 4)
+        lv = serving.load_level(lambda: calls.append(1) or {"ttft": 0.1, "seconds": 0.5, "tokens": 20, "reasoningChunks": 0, "contentChunks": 20}, 2, 4)
         self.assertEqual((lv["requests"], lv["outputTokens"], lv["ttftP50Ms"], len(calls)), (4, 80, 100.0, 4))
 
         def broken():

@@ -280,7 +280,9 @@ class StandIns(unittest.TestCase):
         # vLLM carries its VLLM_* variables over to the Ray workers, the API key included when nothing excludes it
         carried = wait_for(self.worker_env, 5)
         self.assertIn("VLLM_API_KEY", carried or [], text)
-        self.assertIn("VLLM_HOST_IP", carried)
+        # but never the worker-specific ones (vllm/v1/executor/ray_executor.py WORKER_SPECIFIC_ENV_VARS)
+        self.assertNotIn("VLLM_HOST_IP", carried)
+        self.assertIn("HF_HOME", carried)
         self.assertIn("Copying the following environment variables to workers: [", text)
         # SIGTERM: clean shutdown, port freed
         p.send_signal(signal.SIGTERM)
@@ -316,9 +318,11 @@ class StandIns(unittest.TestCase):
         text = self.read("serve-excl")
         self.assertIsNotNone(carried, text)
         self.assertNotIn("VLLM_API_KEY", carried)
-        self.assertIn("VLLM_HOST_IP", carried)
+        # vllm/v1/executor/ray_executor.py WORKER_SPECIFIC_ENV_VARS: never copied
+        self.assertNotIn("VLLM_HOST_IP", carried)
+        self.assertIn("VLLM_CONFIG_ROOT", carried)
         self.assertIn("RAY_NON_CARRY_OVER_ENV_VARS from config: {'VLLM_API_KEY'}", text)
-        self.assertIn("To exclude env vars from copying, add them to %s/ray_non_carry_over_env_vars.json" % conf, text)
+        self.assertIn("If certain env vars should NOT be copied, add them to %s/ray_non_carry_over_env_vars.json file" % conf, text)
         p.send_signal(signal.SIGTERM)
         self.assertEqual(p.wait(10), 0)
 
@@ -638,6 +642,41 @@ class StandIns(unittest.TestCase):
         r = self.head.run("ray", "status")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("Could not find any running Ray instance", r.stderr)
+
+
+class RayEnvCarryOver(unittest.TestCase):
+    """The stand-in's copy of vllm/ray/ray_env.py get_env_vars_to_copy, as RayDistributedExecutor calls it."""
+
+    def setUp(self):
+        sys.path.insert(0, PYDIR)
+        from vllm import _sim_serve
+        self.copy = _sim_serve.ray_env_vars_to_copy
+        self.root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.root)
+
+    def test_prefixes_extra_worker_specific_and_the_exclusion_file(self):
+        env = {"NCCL_SOCKET_IFNAME": "a", "UCX_NET_DEVICES": "a", "HF_HOME": "/h", "HUGGING_FACE_HUB_TOKEN": "t",
+               "LMCACHE_X": "1", "VLLM_API_KEY": "k", "VLLM_HOST_IP": "10.0.0.1", "GLOO_SOCKET_IFNAME": "a",
+               "TP_SOCKET_IFNAME": "a", "PATH": "/bin", "PYTHONHASHSEED": "0"}
+        names = self.copy(env, self.root)
+        self.assertEqual({n for n in names if n in env},
+                         {"NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "HF_HOME", "HUGGING_FACE_HUB_TOKEN", "LMCACHE_X",
+                          "VLLM_API_KEY", "PYTHONHASHSEED"})
+        with open(os.path.join(self.root, "ray_non_carry_over_env_vars.json"), "w") as f:
+            json.dump(["VLLM_API_KEY", "NCCL_SOCKET_IFNAME"], f)
+        names = self.copy(env, self.root)
+        self.assertNotIn("VLLM_API_KEY", names)
+        self.assertNotIn("NCCL_SOCKET_IFNAME", names)
+        self.assertIn("UCX_NET_DEVICES", names)
+
+    def test_user_extensions_and_a_broken_file(self):
+        env = {"GLOO_SOCKET_IFNAME": "a", "TP_SOCKET_IFNAME": "a", "VLLM_RAY_ENV_VAR_PREFIXES_TO_COPY": "GLOO_, ",
+               "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY": "TP_SOCKET_IFNAME"}
+        with open(os.path.join(self.root, "ray_non_carry_over_env_vars.json"), "w") as f:
+            f.write("[not json")
+        names = self.copy(env, self.root)
+        self.assertIn("GLOO_SOCKET_IFNAME", names)
+        self.assertIn("TP_SOCKET_IFNAME", names)
 
 
 class VerifyToken(unittest.TestCase):

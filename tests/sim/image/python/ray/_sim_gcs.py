@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -226,8 +227,31 @@ def worker_env_file():
 
 def record_worker_env(env):
     """What a Ray worker on this node received from the driver: the variable names (never the values), so a test
-    can see which ones vLLM carried over (the real RayWorkerWrapper sets them in its own os.environ)."""
+    can see which ones vLLM carried over."""
     sc.write_json(worker_env_file(), sorted(env))
+
+
+def start_actor(env, old=None):
+    """vLLM's RayWorkerWrapper on this node: a process with this raylet's environment (the container's) updated with
+    what the driver sent, as vllm/v1/worker/worker_base.py update_environment_variables sets each name in os.environ
+    (vllm/utils/system_utils.py). Real Ray starts the actor first and vLLM then changes os.environ, which
+    /proc/PID/environ does not show; the stand-in starts it with the result, so a test reads there the values NCCL,
+    Gloo and UCX would see. Titled as Ray titles an actor's process (ray::<class>). A newer env replaces OLD."""
+    if old is not None and old.poll() is None:
+        old.terminate()
+        try:
+            old.wait(5)
+        except Exception:  # noqa: BLE001 - a stuck one is killed
+            old.kill()
+    merged = dict(os.environ)
+    merged.update(env)
+    code = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+            "parent = os.getppid()\n"
+            "while os.getppid() == parent:\n"
+            "    time.sleep(1)\n")
+    return subprocess.Popen([sys.executable, "-c", code, "ray::RayWorkerWrapper"], env=merged, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
 
 
 def run_worker(address, node):
@@ -239,6 +263,15 @@ def run_worker(address, node):
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
+    actor = [None]
+    try:
+        return _heartbeats(address, node, stop, actor)
+    finally:
+        if actor[0] is not None and actor[0].poll() is None:
+            actor[0].terminate()
+
+
+def _heartbeats(address, node, stop, actor):
     last_ok = time.time()
     while not stop.wait(HEARTBEAT_SECONDS):
         try:
@@ -253,6 +286,7 @@ def run_worker(address, node):
             continue
         if code == 200 and body and body.get("env") is not None:
             record_worker_env(body["env"])
+            actor[0] = start_actor(body["env"], actor[0])
         if code == 404:
             try:
                 sc.gcs_call(address, "/api/register", node)

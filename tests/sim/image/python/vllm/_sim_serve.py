@@ -52,6 +52,45 @@ def vllm_config_root():
     return os.path.expanduser(os.getenv("VLLM_CONFIG_ROOT", default))
 
 
+# vllm/v1/executor/ray_executor.py RayDistributedExecutor.WORKER_SPECIFIC_ENV_VARS: never copied to a worker.
+WORKER_SPECIFIC_ENV_VARS = {"VLLM_HOST_IP", "VLLM_HOST_PORT", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES",
+                            "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
+# vllm/ray/ray_env.py DEFAULT_ENV_VAR_PREFIXES_TO_COPY and DEFAULT_EXTRA_ENV_VARS_TO_COPY.
+RAY_ENV_PREFIXES = {"VLLM_", "LMCACHE_", "NCCL_", "UCX_", "HF_", "HUGGING_FACE_"}
+RAY_ENV_EXTRA = {"PYTHONHASHSEED"}
+
+
+def ray_env_vars_to_copy(environ, config_root, log=None):
+    """vllm/ray/ray_env.py get_env_vars_to_copy(exclude_vars=WORKER_SPECIFIC_ENV_VARS) over ENVIRON, step by step:
+    RAY_NON_CARRY_OVER_ENV_VARS from <VLLM_CONFIG_ROOT>/ray_non_carry_over_env_vars.json (read at import; a file that
+    does not parse is an empty set, with a warning); 1. vLLM's registered variables (every one is VLLM_-prefixed, so
+    the prefix covers those that are set); 2. every set variable with a prefix of DEFAULT_ENV_VAR_PREFIXES_TO_COPY plus
+    VLLM_RAY_ENV_VAR_PREFIXES_TO_COPY (comma-separated); 3. DEFAULT_EXTRA_ENV_VARS_TO_COPY plus
+    VLLM_RAY_EXTRA_ENV_VARS_TO_COPY; 4. minus exclude_vars and RAY_NON_CARRY_OVER_ENV_VARS. Logs as vLLM does."""
+    path = os.path.join(config_root, "ray_non_carry_over_env_vars.json")
+    non_carry = set()
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                non_carry = set(json.load(f))
+        except ValueError:
+            if log:
+                log.warning("ray_env.py:27", "Failed to parse %s. Using an empty set for non-carry-over env vars." % path)
+    split = lambda v: {x.strip() for x in (environ.get(v) or "").split(",") if x.strip()}
+    prefixes = RAY_ENV_PREFIXES | split("VLLM_RAY_ENV_VAR_PREFIXES_TO_COPY")
+    names = {k for k in environ if any(k.startswith(p) for p in prefixes)}
+    names |= RAY_ENV_EXTRA | split("VLLM_RAY_EXTRA_ENV_VARS_TO_COPY")
+    names -= WORKER_SPECIFIC_ENV_VARS
+    names -= non_carry
+    if log:
+        log.info("ray_env.py:170", "RAY_NON_CARRY_OVER_ENV_VARS from config: %r" % (non_carry or set()))
+        log.info("ray_env.py:173", "Env var prefixes to copy: %r" % prefixes)
+        log.info("ray_env.py:176", "Copying the following environment variables to workers: %r"
+                 % sorted(v for v in names if v in environ))
+        log.info("ray_env.py:181", "If certain env vars should NOT be copied, add them to %s file" % path)
+    return names
+
+
 class Fatal(Exception):
     """Already reported; exit with the given code."""
 
@@ -720,34 +759,19 @@ class Server:
                 self.inspect_failed(wlog)
 
     def copy_env_to_workers(self):
-        """vLLM's RayDistributedExecutor sends the driver's environment to every Ray worker it starts; which variables,
-        as vllm/ray/ray_env.py get_env_vars_to_copy decides (after vllm-project/vllm#34383): the registered VLLM_*
-        variables and any set variable with a prefix in DEFAULT_ENV_VAR_PREFIXES, plus PYTHONHASHSEED, minus the
-        names listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (read once, at import). VLLM_API_KEY is a
-        registered VLLM_* variable (vllm/envs.py): it is carried over unless that file names it. The workers on
-        other nodes get the values over the GCS (their raylet records the names, _sim_gcs.record_worker_env)."""
+        """What vLLM's RayDistributedExecutor sends from the driver to every Ray worker it starts, as
+        vllm/v1/executor/ray_executor.py _init_workers_ray computes it: get_env_vars_to_copy(exclude_vars=
+        WORKER_SPECIFIC_ENV_VARS, …) of vllm/ray/ray_env.py (the prefix version, after vllm-project/vllm#34383; the
+        carry-everything rule is vllm-project/vllm#14099), then each name set in the driver's os.environ with the
+        driver's value. The workers on other nodes get the values over the GCS; their raylet starts the
+        RayWorkerWrapper with them (ray/_sim_gcs.py start_actor), as update_environment_variables sets them there."""
         e = self.eng
-        prefixes = ["HF_", "HUGGING_FACE_", "LMCACHE_", "NCCL_", "UCX_", "VLLM_"]
-        path = os.path.join(vllm_config_root(), "ray_non_carry_over_env_vars.json")
-        excluded = set()
-        if os.path.exists(path):
-            try:
-                with open(path) as f:
-                    excluded = set(json.load(f))
-            except ValueError:
-                e.warning("ray_env.py:27", "Failed to parse %s. Using an empty set for non-carry-over env vars." % path)
-        carried = sorted(k for k in os.environ if (k.startswith(tuple(prefixes)) or k == "PYTHONHASHSEED")
-                         and k not in excluded)
-        e.info("ray_env.py:96", "Env var prefixes to copy: %r" % prefixes)
-        e.info("ray_env.py:97", "Copying the following environment variables to workers: %r" % carried)
-        if excluded:
-            e.info("ray_env.py:103", "RAY_NON_CARRY_OVER_ENV_VARS from config: %r" % excluded)
-        e.info("ray_env.py:107", "To exclude env vars from copying, add them to %s" % path)
+        names = ray_env_vars_to_copy(os.environ, vllm_config_root(), e)
+        carried = {k: os.environ[k] for k in sorted(names) if k in os.environ}
         workers = [n["NodeID"] for n in self.bundles if n["NodeManagerAddress"] != self.my_ip]
         if self.gcs and workers:
             try:
-                sc.gcs_call(self.gcs, "/api/worker_env", {"node_ids": workers,
-                                                          "env": {k: os.environ[k] for k in carried}}, timeout=2)
+                sc.gcs_call(self.gcs, "/api/worker_env", {"node_ids": workers, "env": carried}, timeout=2)
             except sc.GcsUnavailable:
                 pass
 
@@ -1450,9 +1474,11 @@ def make_handler(srv):
             ttft = float(f.get("ttft_ms", 40)) / 1000
             gap = 1 / float(f.get("tokens_per_second", 100))
             try:
+                # vLLM sends the role chunk with the engine's first output (vllm/entrypoints/openai/serving_chat.py
+                # chat_completion_stream_generator, first_iteration), so it too comes after the time to first token.
+                time.sleep(ttft)
                 if chat:
                     chunk({"role": "assistant", "content": ""})
-                time.sleep(ttft)
                 for i, t in enumerate(toks):
                     if i:
                         time.sleep(gap)
