@@ -51,9 +51,10 @@ const V0171: SimRelease = {
     architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
     model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
     transformers: "4.57.1",
-    // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth):
-    // the default image's Ray enforces the cluster's token
-    ray: "2.52.0",
+    // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth), 2.54.0
+    // the first whose dashboard agent HTTP server checks it too (components/images.ts [ray-agent]): the default image's
+    // Ray (real, from PyPI: tests/sim/image-wheels.ts) enforces the cluster's token on every listener that runs code
+    ray: "2.60.0",
     ...GB10_READY,
 };
 
@@ -77,6 +78,8 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     "no-ray": { ...V0171, ray: null },
     // a Ray from before token authentication (2.52.0): RAY_AUTH_MODE is ignored and the compat check warns
     "old-ray": { ...V0171, ray: "2.51.1" },
+    // token authentication, but the dashboard agent's job API takes no token (2.52.0-2.53.0): the compat check warns
+    "ray-2.52": { ...V0171, ray: "2.52.0" },
     // a cu126 PyTorch (pytorch/pytorch#182250: 'sm_50' ... 'sm_90'): no sm_12x SASS and no PTX
     "no-sm12x": { ...V0171, cuda: "12.6", torch: "2.11.0+cu126", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
     // CUDA 13.2 (as NGC vLLM 26.05: CUDA 13.2.1, torch 2.12) with Blackwell kernels only as PTX: the 580 driver

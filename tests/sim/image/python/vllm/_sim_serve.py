@@ -703,6 +703,7 @@ class Server:
             self.check_crash()
             ready, _ = ray.wait([ready_ref], timeout=0.3)
             if ready:
+                ray.get(ready_ref, timeout=0)  # as _wait_until_pg_ready does before the workers are placed
                 break
             now = time.time()
             if now - start >= timeout:
