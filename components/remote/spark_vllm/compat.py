@@ -81,8 +81,18 @@ def ray_auth_warnings(ray_version):
     ignores the token the launch gives it: say so, with the ports that are then open to anyone (Ray's "Ports
     configurations", doc/source/ray-core/configure.rst) and where the firewall recipe is."""
     first = data().get("images", {}).get("firstRayWithTokenAuth")
-    if not ray_version or ray_version == "unknown" or not first or version_tuple(ray_version) >= version_tuple(first):
+    agent = data().get("images", {}).get("firstRayWithAgentTokenAuth")
+    if not ray_version or ray_version == "unknown" or not first:
         return []
+    if version_tuple(ray_version) >= version_tuple(first):
+        if not agent or version_tuple(ray_version) >= version_tuple(agent):
+            return []
+        # Ray 2.52-2.53: the dashboard agent's HTTP server takes no token (components/images.ts [ray-agent])
+        return ["the image's Ray %s checks the cluster's token everywhere but on its dashboard agent's HTTP server "
+                "(port 52365 on every host), whose job API runs any command a peer posts to it "
+                "(POST /api/job_agent/jobs/; Ray checks the token there from %s): admit only the fabric peers with "
+                "the firewall recipe in docs/security.md (section Ray), or use an image with Ray >= %s"
+                % (ray_version, agent, agent)]
     return ["the image's Ray %s has no token authentication (RAY_AUTH_MODE=token needs Ray >= %s), so this cluster's "
             "Ray ports are open to anyone on the network, and Ray runs any code a peer sends it: the GCS "
             "(spark-vllm:ray.port, 6379 by default), the Ray client server (10001), and on every host the node and "

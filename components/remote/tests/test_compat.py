@@ -111,10 +111,22 @@ class Compat(unittest.TestCase):
         self.assertIn("the GCS (spark-vllm:ray.port, 6379 by default)", out[0])
         self.assertIn("docs/security.md (section Ray)", out[0])
         self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
-        for ok in ("2.52.0", "2.54.1"):
+        for ok in ("2.54.0", "2.60.0"):
             code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(ok))
             self.assertEqual((code, err, json.loads(out[-1])["warnings"]), (0, [], []))
             self.assertFalse(any(line.startswith("warning:") for line in out))
+
+    def test_a_ray_whose_dashboard_agent_takes_no_token_is_a_warning_naming_the_job_api(self):
+        # Ray 2.52.0-2.53.0: token authentication, but not on the dashboard agent's HTTP server (components/images.ts [ray-agent])
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
+        for version in ("2.52.0", "2.53.0"):
+            code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(version))
+            self.assertEqual((code, err), (0, []))
+            self.assertTrue(out[0].startswith("warning: the image's Ray %s checks the cluster's token everywhere but on its "
+                                              "dashboard agent's HTTP server (port 52365 on every host)" % version), out)
+            self.assertIn("POST /api/job_agent/jobs/; Ray checks the token there from 2.54.0", out[0])
+            self.assertIn("docs/security.md (section Ray)", out[0])
+            self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
 
     def test_an_old_vllm_names_the_first_release_from_the_catalog_data(self):
         code, _, err = self.compat_with(fake_vllm("0.14.0", ["LlamaForCausalLM"]), self.args)
