@@ -7,13 +7,12 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { must, run, RunResult, sh } from "./util";
-import { rayBase, wheelsKey } from "./image-wheels";
+import { pythonBase, wheelsKey } from "./image-wheels";
 
 export interface SimRelease {
     version: string;
     architectures: string[];
-    /** model_type values transformers knows (read by the transformers stand-in). */
-    model_types?: string[];
+    /** The image's transformers: real, from PyPI (tests/sim/image-wheels.ts, tests/sim/wheels/transformers-<version>.txt). */
     transformers?: string;
     /** Ray version; null = the image has no Ray at all (no `ray` package, no `ray` CLI), like vLLM images from 0.18. */
     ray?: string | null;
@@ -33,10 +32,6 @@ const COMMON_ARCHS = [
     "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM",
     "Gemma3ForConditionalGeneration", "DeepseekV3ForCausalLM", "Phi3ForCausalLM",
 ];
-const COMMON_TYPES = [
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
-    "gemma3", "deepseek_v3", "phi3",
-];
 
 /**
  * A CUDA 13.0 build (the DGX OS driver 580's own CUDA) with vLLM's default architectures "8.0, 8.9, 9.0, 10.0, 10.3,
@@ -49,7 +44,8 @@ const GB10_READY = { cuda: "13.0", torch: "2.11.0+cu130", cuda_arch_list: ["sm_8
 const V0171: SimRelease = {
     version: "0.17.1",
     architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
-    model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
+    // real transformers 4.57.1 does not know qwen3_5_moe; vLLM 0.17.1 registers its own config for it (the stand-in
+    // vLLM's copy of vllm/transformers_utils/config.py _CONFIG_REGISTRY)
     transformers: "4.57.1",
     // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth), 2.54.0
     // the first whose dashboard agent HTTP server checks it too (components/images.ts [ray-agent]): the default image's
@@ -68,7 +64,6 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     "0.14.0": {
         version: "0.14.0",
         architectures: [...COMMON_ARCHS],
-        model_types: [...COMMON_TYPES],
         transformers: "4.56.2",
         // real Ray from PyPI (tests/sim/image-wheels.ts): one Ray before token authentication serves this tag and old-ray
         ray: "2.51.1",
@@ -161,7 +156,7 @@ export function proxyRootfsPath(cacheDir: string): string {
 export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
     return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH,
         "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG,
-        "ray-wheels", wheelsKey(Object.values(releases).map(r => r.ray)));
+        "py-wheels", wheelsKey(Object.values(releases).flatMap(r => [{ pkg: "transformers" as const, version: r.transformers }, { pkg: "ray" as const, version: r.ray }])));
 }
 
 async function umountUnder(dir: string): Promise<void> {
@@ -226,7 +221,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
     await dock(ctx, ["import", "--change", `ENV PATH=${IMAGE_PATH}`, "--change", 'CMD ["/bin/bash"]', tar, base]);
     const images: Record<string, string> = {};
     const haveImageDir = fs.existsSync(ctx.imageDir);
-    const rayBases = new Map<string, string>(); // Ray version → base image with that Ray (tests/sim/image-wheels.ts)
+    const pyBases = new Map<string, string>(); // base + package version → image with that layer (tests/sim/image-wheels.ts)
     try {
         for (const [tag, release] of Object.entries(ctx.releases)) {
             const stage = path.join(ctx.stagingDir, tag);
@@ -254,7 +249,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
             const ref = `${ctx.registry}/${IMAGE_REPO}:${tag}`;
             const ctr = `sv-build-${tag.replace(/[^a-zA-Z0-9_.-]/g, "_")}`;
             await ctx.docker(["rm", "-f", ctr]);
-            const from = release.ray ? await rayBase(ctx.docker, base, release.ray, ctx.cacheDir, rayBases, ctx.log) : base;
+            const from = await pythonBase(ctx.docker, base, release, ctx.cacheDir, pyBases, ctx.log);
             await dock(ctx, ["create", "--name", ctr, from, "true"]);
             try {
                 await dock(ctx, ["cp", `${stage}/.`, `${ctr}:/`]);
@@ -280,7 +275,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
         }
     } finally {
         // leave the build host clean: every host pulls by digest like a real one
-        const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`), ...rayBases.values(), base];
+        const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`), ...pyBases.values(), base];
         await ctx.docker(["rmi", "-f", ...refs]);
         fs.rmSync(ctx.stagingDir, { recursive: true, force: true });
     }

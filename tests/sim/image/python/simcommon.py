@@ -30,11 +30,6 @@ DEFAULT_RELEASE = {
     "ray": "2.60.0",
 }
 
-DEFAULT_MODEL_TYPES = [
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-    "qwen3_5", "qwen3_5_moe", "gpt_oss", "gemma3", "deepseek_v3", "phi3",
-]
-
 # ---------------------------------------------------------------- GPU model (a DGX Spark's GB10)
 #
 # Facts (cited in components/images.ts and components/memory.ts):

@@ -580,19 +580,18 @@ class Server:
                 "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
                 % (path, self.model, self.model, self.model))
         mt = cfg.get("model_type")
-        known = self.rel.get("model_types", sc.DEFAULT_MODEL_TYPES)
-        if mt and mt not in known and not cfg.get("auto_map"):
-            self.config_error(
-                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
-                "  Value error, The checkpoint you are trying to load has model type `%s` but Transformers does "
-                "not recognize this architecture. This could be because of an issue with the checkpoint, or "
-                "because your version of Transformers is out of date.\n\n"
-                "You can update Transformers with the command `pip install --upgrade transformers`. If this does "
-                "not work, and the checkpoint is very new, then there may not be a release version that supports "
-                "this model yet. In this case, you can get the most up-to-date code by installing Transformers "
-                "from source with the command `pip install git+https://github.com/huggingface/transformers.git` "
-                "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
-                % (mt, self.model))
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+        if mt and mt not in _CONFIG_REGISTRY and not cfg.get("auto_map"):
+            # as vLLM's HFConfigParser.parse: a type without a config of vLLM's own goes to the image's real
+            # transformers (AutoConfig.from_pretrained); its ValueError surfaces in ModelConfig's validation
+            from transformers import AutoConfig
+            try:
+                AutoConfig.from_pretrained(path)
+            except ValueError as e:
+                self.config_error(
+                    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                    "  Value error, %s [type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), "
+                    "input_type=ArgsKwargs]" % (e, self.model))
         self.archs = cfg.get("architectures") or ["UnknownForCausalLM"]
         derived = cfg.get("max_position_embeddings") or cfg.get("text_config", {}).get("max_position_embeddings") \
             or 32768
