@@ -92,6 +92,16 @@ class StandIns(unittest.TestCase):
         with open(os.path.join(snap, "config.json"), "w") as f:
             json.dump({"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
                        "num_attention_heads": 32, "max_position_embeddings": 262144}, f)
+        # a model whose config vLLM 0.10.2-0.17.1 read with their own class (_CONFIG_REGISTRY qwen3_next): the stand-in
+        # vLLM asks transformers (real, absent on this host) only for types outside that registry
+        nxt = os.path.join(hf, "hub", "models--Qwen--Qwen3-Next-80B-A3B-Instruct")
+        os.makedirs(os.path.join(nxt, "snapshots", "c0ffee"))
+        os.makedirs(os.path.join(nxt, "refs"))
+        with open(os.path.join(nxt, "refs", "main"), "w") as f:
+            f.write("c0ffee")
+        with open(os.path.join(nxt, "snapshots", "c0ffee", "config.json"), "w") as f:
+            json.dump({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
+                       "num_attention_heads": 16, "max_position_embeddings": 262144}, f)
         cls.release = os.path.join(cls.root, "release.json")
         with open(cls.release, "w") as f:
             json.dump({"version": "0.17.1", "architectures": ["Qwen3_5MoeForConditionalGeneration",
@@ -284,10 +294,10 @@ class StandIns(unittest.TestCase):
         shutil.copytree(PYDIR, os.path.join(dest, "python"), ignore=ignore)
         return dest
 
-    def serve1(self, name, *extra, env=None, port=None, host=None, binary=None):
+    def serve1(self, name, *extra, env=None, port=None, host=None, binary=None, model="Qwen/Qwen3.5-122B-A10B-FP8"):
         """Single-host launch (TP=1): plain `vllm serve`, no Ray, no executor-backend flag."""
         port = port or free_port()
-        args = ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen3.5-122b",
+        args = ["vllm", "serve", model, "--served-model-name", "qwen3.5-122b",
                 "--host", "127.0.0.1", "--port", str(port), "--gpu-memory-utilization", "0.85",
                 "--max-model-len", "32768"] + list(extra)
         h = host or self.head
@@ -396,8 +406,9 @@ class StandIns(unittest.TestCase):
         p, port = self.serve1("pagecache-new")
         self.wait_healthy(port, p, "pagecache-new")
         self.stop(p)
-        old = self.release_file("mem-0110", version="0.11.0")
-        p, _ = self.serve1("pagecache", env={"VLLM_SIM_RELEASE": old})
+        # vLLM 0.11.0 knows no Qwen3.5 (neither does its transformers): a model it serves, Qwen3-Next
+        old = self.release_file("mem-0110", version="0.11.0", architectures=["Qwen3NextForCausalLM"])
+        p, _ = self.serve1("pagecache", env={"VLLM_SIM_RELEASE": old}, model="Qwen/Qwen3-Next-80B-A3B-Instruct")
         self.assertEqual(p.wait(20), 1)
         self.assert_cause_before_wrapper(self.read("pagecache"), (
             "ValueError: Free memory on device cuda:0 (92.00/121.69 GiB) on startup is less than desired GPU memory "
