@@ -86,7 +86,8 @@ def model_type_known_by(model, snap, model_type, vllm_version, remote_code):
     tf_version = None
     try:
         # transformers' own warnings (e.g. "None of PyTorch ... have been found" where it cannot see torch) are not
-        # problems of this check: TRANSFORMERS_VERBOSITY=error (transformers docs, "Logging")
+        # problems of this check: TRANSFORMERS_VERBOSITY=error (transformers/utils/logging.py _get_default_logging_level,
+        # 4.57.1 line 60)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         import transformers
         tf_version = getattr(transformers, "__version__", None)
