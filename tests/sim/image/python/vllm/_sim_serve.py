@@ -684,6 +684,12 @@ class Server:
             ray.init(address=addr, log_to_driver=False)
         except Exception as err:  # ConnectionError, RuntimeError (token), … as Ray raises them
             self.engine_failed("%s: %s" % (type(err).__name__, err), init_frames)
+        # ray.init installs Ray's failure signal handler for SIGTERM in its process (real Ray 2.60 in cluster.test.ts
+        # logged "[... E <pid> <pid>] logging.cc:474: *** SIGTERM received at time=..." from ray/src/ray/util/logging.cc
+        # and the process died without vLLM's "Shutting down"). In vLLM that process is the engine core; the API
+        # server, a process of its own there and merged into this one here, shuts down cleanly on SIGTERM: keep its handler
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
         self.ray = ray
         node_id = ray.get_runtime_context().get_node_id()
         res = ray._private.state.available_resources_per_node().get(node_id, {})
@@ -1458,10 +1464,11 @@ def metrics(srv):
     return "\n".join(out) + "\n"
 
 
-def serve(argv):
-    def on_term(signum, frame):
-        STOP.set()
+def on_term(signum, frame):
+    STOP.set()
 
+
+def serve(argv):
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     srv = Server(argv)
