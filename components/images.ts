@@ -65,6 +65,10 @@
 //                  exposes the ray command by default".
 //   [ray-auth]     Ray token authentication, "available in Ray 2.52.0 or later", enabled by RAY_AUTH_MODE=token on every
 //                  node (https://docs.ray.io/en/latest/ray-security/token-auth.html).
+//   [ray-agent]    The dashboard agent's HTTP server (port 52365 on every node; it serves the job API, POST
+//                  /api/job_agent/jobs/ runs a shell command) checks the token from Ray 2.54.0: the wheel's
+//                  ray/dashboard/http_server_agent.py adds get_token_auth_middleware there in 2.54.0, not in 2.52.0,
+//                  2.52.1 or 2.53.0 (ray-project/ray#58819 left it out). Measured on real Ray by tests/e2e/ray-doors.test.ts.
 
 import { compareVersions, parseVersion } from "./catalog";
 
@@ -88,6 +92,9 @@ export const firstVllmWithoutRay = "0.18.0";
 
 /** First Ray release with token authentication (RAY_AUTH_MODE=token) [ray-auth]. */
 export const firstRayWithTokenAuth = "2.52.0";
+
+/** First Ray release whose dashboard agent HTTP server (its job API) checks the token [ray-agent]. */
+export const firstRayWithAgentTokenAuth = "2.54.0";
 
 /** vLLM's defaults for the mp multi-node rendezvous (vllm/config/parallel.py) [mp-pr]. */
 export const MP_DEFAULT_MASTER_PORT = 29501;
@@ -358,8 +365,8 @@ export interface ImageFacts {
 export type Backend = "ray" | "mp" | "single";
 
 export interface ImageProblem {
-    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, mp-unsupported. */
-    kind: "cuda-kernel-image" | "cuda-driver" | "ray-missing" | "ray-no-token-auth" | "mp-unsupported";
+    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, ray-agent-open, mp-unsupported. */
+    kind: "cuda-kernel-image" | "cuda-driver" | "ray-missing" | "ray-no-token-auth" | "ray-agent-open" | "mp-unsupported";
     /** error: it will not serve; warning: it serves, but insecurely or degraded. */
     severity: "error" | "warning";
     message: string;
@@ -386,6 +393,8 @@ export function imageProblems(image: ImageFacts, host: HostFacts, backend: Backe
         if (image.ray && !image.ray.present) out.push({ kind: "ray-missing", severity: "error", message: "ray is not importable in the image (vLLM images dropped Ray from 0.18); use backend: mp or an image with Ray" });
         else if (image.ray?.version && parseVersion(image.ray.version) && compareVersions(image.ray.version, firstRayWithTokenAuth) < 0)
             out.push({ kind: "ray-no-token-auth", severity: "warning", message: `Ray ${image.ray.version} has no token authentication (RAY_AUTH_MODE=token needs Ray >= ${firstRayWithTokenAuth}): any peer that reaches the GCS port can run code` });
+        else if (image.ray?.version && parseVersion(image.ray.version) && compareVersions(image.ray.version, firstRayWithAgentTokenAuth) < 0)
+            out.push({ kind: "ray-agent-open", severity: "warning", message: `Ray ${image.ray.version}'s dashboard agent serves its job API without the token (Ray checks it there from ${firstRayWithAgentTokenAuth}): any peer that reaches port 52365 can run commands` });
     }
     if (backend === "mp" && hosts > 1 && image.vllm && parseVersion(image.vllm) && compareVersions(image.vllm, firstVllmWithMultiNodeMp) < 0)
         out.push({ kind: "mp-unsupported", severity: "error", message: `vLLM ${image.vllm} has no --nnodes/--node-rank/--master-addr/--headless (first in ${firstVllmWithMultiNodeMp})` });

@@ -18,7 +18,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { ARCHITECTURES } from "./catalog";
 import { diagnosisData } from "./diagnosis";
-import { KNOWN_IMAGES, UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstRayWithTokenAuth, firstVllmWithIntegratedGpuQuery,
+import { KNOWN_IMAGES, UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstRayWithAgentTokenAuth, firstRayWithTokenAuth, firstVllmWithIntegratedGpuQuery,
     firstVllmWithMultiNodeMp, firstVllmWithUnifiedMemoryAvailable } from "./images";
 
 export const TOOLS_FILE = "spark_vllm_tools.py";
@@ -34,6 +34,7 @@ export function toolsData() {
     const images = {
         firstVllmWithMultiNodeMp,
         firstRayWithTokenAuth,
+        firstRayWithAgentTokenAuth,
         // The memory gate's rule for vLLM's free figure (spark_vllm/memory.py startup_free_source).
         firstVllmWithUnifiedMemoryAvailable,
         firstVllmWithIntegratedGpuQuery,

@@ -97,6 +97,9 @@ describe("failures stop up with the cause", () => {
             assert.match(error, /vLLM 0\.14\.0/);
             assert.match(error, /supported from vLLM 0\.17\.0/);
             assert.match(error, /Copying model files between vLLM versions does not work/);
+            // the image's real transformers 4.56.2 (tests/sim/wheels) does not know qwen3_5_moe, nor does vLLM 0.14.0's registry
+            assert.match(error, /transformers 4\.56\.2 in this image does not recognize model_type 'qwen3_5_moe' of Qwen\/Qwen3\.5-122B-A10B-FP8, and vLLM 0\.14\.0 has no config of its own for it either/);
+            assert.match(error, /transformers said: The checkpoint you are trying to load has model type `qwen3_5_moe` but Transformers does not recognize this architecture/);
             assert.ok(!r.ops.some(o => isLaunch(o.name)), "nothing launched");
             const verdict = r.ops.find(o => o.name === N.of("compat"))!;
             console.log(`compatibility verdict ${(verdict.endMs / 1000).toFixed(1)} s after up started (wall ${(Date.now() - started) / 1000} s incl. process start)`);

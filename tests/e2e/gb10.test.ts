@@ -24,12 +24,12 @@ describe("backends", () => {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
             assert.equal(await completionStatus(r), 200);
-            const worker = (await suite.sim.exec("spark-b", "pgrep -af 'vllm serve' || true")).stdout;
+            const worker = (await suite.sim.exec("spark-b", "pgrep -af --ns $$ --nslist net '[v]llm serve' || true")).stdout;
             assert.match(worker, new RegExp(`--nnodes 2 --node-rank 1 --master-addr ${esc(suite.sim.host("spark-a").address)} --master-port 29501 --headless`));
-            const head = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            const head = (await suite.sim.exec("spark-a", "pgrep -af --ns $$ --nslist net '[v]llm serve' || true")).stdout;
             assert.match(head, /--nnodes 2 --node-rank 0 /);
             for (const h of ["spark-a", "spark-b"])
-                assert.equal((await suite.sim.exec(h, "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
+                assert.equal((await suite.sim.exec(h, "pgrep -f --ns $$ --nslist net '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", `no Ray on ${h}`);
             assert.ok(!r.ops.some(o => o.name.startsWith(N.of("ray"))), "no Ray resources");
             // After the load each host's vLLM holds its share: 121.69 - 9.69 at rest - 0.85 x 121.69 = 8.56 GiB left.
             const hosts = r.outputs?.hosts as Record<string, { memory: { freeGiB: number }; memoryAfterLoad: { freeGiB: number; cudaFreeGiB: number; memAvailableGiB: number; freeSource: string; warnings: string[] } }>;
@@ -58,9 +58,9 @@ describe("backends", () => {
             const r = await up(stack);
             assert.equal(r.error, undefined, r.error);
             assert.equal(await completionStatus(r), 200);
-            const serve = (await suite.sim.exec("spark-a", "pgrep -af 'vllm serve' || true")).stdout;
+            const serve = (await suite.sim.exec("spark-a", "pgrep -af --ns $$ --nslist net '[v]llm serve' || true")).stdout;
             assert.ok(serve.includes("vllm serve") && !serve.includes("--distributed-executor-backend") && !serve.includes("--nnodes"), serve);
-            assert.equal((await suite.sim.exec("spark-a", "pgrep -f '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
+            assert.equal((await suite.sim.exec("spark-a", "pgrep -f --ns $$ --nslist net '[r]aylet|[g]cs_server' || true")).stdout.trim(), "", "no Ray");
         } finally {
             const d = await destroy(stack);
             assert.deepEqual(d.errors, []);

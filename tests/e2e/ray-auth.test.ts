@@ -14,14 +14,18 @@ const HEAD = "spark-a", WORKER = "spark-b";
 const REFUSED = "InvalidAuthToken: Authentication token is missing or incorrect";
 const NO_TOKEN_AUTH = /the image's Ray 2\.51\.1 has no token authentication \(RAY_AUTH_MODE=token needs Ray >= 2\.52\.0\), so this cluster's Ray ports are open to anyone on the network.*docs\/security\.md \(section Ray\)/;
 
-/** A second raylet in the worker's container (its own state dir) joining the head with ENV; the command's result. */
+/**
+ * A second Ray node joining the head from spark-b with ENV: real `ray start` in a throw-away container of the worker's
+ * image (host network, so it reaches the head like the worker does; its own PID namespace, so its `ray stop` stops
+ * only its own daemons; the dashboard agent on another port than the worker's). The command's result.
+ */
 async function intruder(env: Record<string, string>) {
     const head = suite.sim.hosts[0].address, self = suite.sim.hosts[1].address;
-    const e = Object.entries({ RAY_SIM_DIR: "/tmp/ray-intruder", ...env }).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
-    const cmd = ["docker", "exec", ...e, containerName(WORKER), "ray", "start", `--address=${head}:6379`, `--node-ip-address=${self}`, "--num-gpus=0"];
-    const r = await suite.sim.exec(WORKER, cmd.map(a => `'${a}'`).join(" "));
-    await suite.sim.exec(WORKER, `docker exec -e RAY_SIM_DIR=/tmp/ray-intruder ${containerName(WORKER)} ray stop --force`);
-    return r;
+    const image = (await suite.sim.exec(WORKER, `docker inspect -f '{{.Config.Image}}' ${containerName(WORKER)}`)).stdout.trim();
+    const e = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    const start = ["ray", "start", `--address=${head}:6379`, `--node-ip-address=${self}`, "--num-gpus=0", "--dashboard-agent-listen-port=52366"];
+    const cmd = ["docker", "run", "--rm", "--network", "host", ...e, image, "bash", "-c", `${start.join(" ")}; rc=$?; ray stop --force >/dev/null 2>&1; exit $rc`];
+    return suite.sim.exec(WORKER, cmd.map(a => `'${a}'`).join(" "));
 }
 
 const inContainer = (host: string, cmd: string) => suite.sim.exec(host, `docker exec ${containerName(host)} sh -c '${cmd}'`);

@@ -7,12 +7,12 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { must, run, RunResult, sh } from "./util";
+import { pythonBase, wheelsKey } from "./image-wheels";
 
 export interface SimRelease {
     version: string;
     architectures: string[];
-    /** model_type values transformers knows (read by the transformers stand-in). */
-    model_types?: string[];
+    /** The image's transformers: real, from PyPI (tests/sim/image-wheels.ts, tests/sim/wheels/transformers-<version>.txt). */
     transformers?: string;
     /** Ray version; null = the image has no Ray at all (no `ray` package, no `ray` CLI), like vLLM images from 0.18. */
     ray?: string | null;
@@ -38,10 +38,6 @@ const COMMON_ARCHS = [
     "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM",
     "Gemma3ForConditionalGeneration", "DeepseekV3ForCausalLM", "Phi3ForCausalLM",
 ];
-const COMMON_TYPES = [
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
-    "gemma3", "deepseek_v3", "phi3",
-];
 
 /**
  * A CUDA 13.0 build (the DGX OS driver 580's own CUDA) with vLLM's default architectures "8.0, 8.9, 9.0, 10.0, 10.3,
@@ -54,11 +50,13 @@ const GB10_READY = { cuda: "13.0", torch: "2.11.0+cu130", cuda_arch_list: ["sm_8
 const V0171: SimRelease = {
     version: "0.17.1",
     architectures: ["Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", ...COMMON_ARCHS],
-    model_types: ["qwen3_5", "qwen3_5_moe", ...COMMON_TYPES],
+    // real transformers 4.57.1 does not know qwen3_5_moe; vLLM 0.17.1 registers its own config for it (the stand-in
+    // vLLM's copy of vllm/transformers_utils/config.py _CONFIG_REGISTRY)
     transformers: "4.57.1",
-    // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth):
-    // the default image's Ray enforces the cluster's token
-    ray: "2.52.0",
+    // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth), 2.54.0
+    // the first whose dashboard agent HTTP server checks it too (components/images.ts [ray-agent]): the default image's
+    // Ray (real, from PyPI: tests/sim/image-wheels.ts) enforces the cluster's token on every listener that runs code
+    ray: "2.60.0",
     ...GB10_READY,
 };
 
@@ -72,15 +70,17 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     "0.14.0": {
         version: "0.14.0",
         architectures: [...COMMON_ARCHS],
-        model_types: [...COMMON_TYPES],
         transformers: "4.56.2",
-        ray: "2.49.2",
+        // real Ray from PyPI (tests/sim/image-wheels.ts): one Ray before token authentication serves this tag and old-ray
+        ray: "2.51.1",
         ...GB10_READY,
     },
     // vLLM images from 0.18 ship no Ray (gpustack/gpustack#5430): no ray package, no ray CLI
     "no-ray": { ...V0171, ray: null },
     // a Ray from before token authentication (2.52.0): RAY_AUTH_MODE is ignored and the compat check warns
     "old-ray": { ...V0171, ray: "2.51.1" },
+    // token authentication, but the dashboard agent's job API takes no token (2.52.0-2.53.0): the compat check warns
+    "ray-2.52": { ...V0171, ray: "2.52.0" },
     // a cu126 PyTorch (pytorch/pytorch#182250: 'sm_50' ... 'sm_90'): no sm_12x SASS and no PTX
     "no-sm12x": { ...V0171, cuda: "12.6", torch: "2.11.0+cu126", cuda_arch_list: ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"] },
     // CUDA 13.2 (as NGC vLLM 26.05: CUDA 13.2.1, torch 2.12) with Blackwell kernels only as PTX: the 580 driver
@@ -88,9 +88,9 @@ export const DEFAULT_RELEASES: Record<string, SimRelease> = {
     "cuda-too-new": { ...V0171, cuda: "13.2", torch: "2.12.0", cuda_arch_list: ["sm_80", "sm_90", "sm_100", "compute_120"] },
 };
 
-/** Parts of tests/sim/image/ a tag's image leaves out (an image without Ray has neither the package nor the CLI). */
-export function excludedFromImage(release: SimRelease): string[] {
-    return release.ray === null ? ["python/ray", "bin/ray"] : [];
+/** Parts of tests/sim/image/ a tag's image leaves out (none: Ray is real, a layer of its own, absent where `ray` is null). */
+export function excludedFromImage(_release: SimRelease): string[] {
+    return [];
 }
 
 export const IMAGE_REPO = "vllm-sim";
@@ -161,7 +161,8 @@ export function proxyRootfsPath(cacheDir: string): string {
 
 export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
     return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH,
-        "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG);
+        "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG,
+        "py-wheels", wheelsKey(Object.values(releases).flatMap(r => [{ pkg: "transformers" as const, version: r.transformers }, { pkg: "ray" as const, version: r.ray }])));
 }
 
 async function umountUnder(dir: string): Promise<void> {
@@ -226,6 +227,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
     await dock(ctx, ["import", "--change", `ENV PATH=${IMAGE_PATH}`, "--change", 'CMD ["/bin/bash"]', tar, base]);
     const images: Record<string, string> = {};
     const haveImageDir = fs.existsSync(ctx.imageDir);
+    const pyBases = new Map<string, string>(); // base + package version → image with that layer (tests/sim/image-wheels.ts)
     try {
         for (const [tag, release] of Object.entries(ctx.releases)) {
             const stage = path.join(ctx.stagingDir, tag);
@@ -253,7 +255,8 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
             const ref = `${ctx.registry}/${IMAGE_REPO}:${tag}`;
             const ctr = `sv-build-${tag.replace(/[^a-zA-Z0-9_.-]/g, "_")}`;
             await ctx.docker(["rm", "-f", ctr]);
-            await dock(ctx, ["create", "--name", ctr, base, "true"]);
+            const from = await pythonBase(ctx.docker, base, release, ctx.cacheDir, pyBases, ctx.log);
+            await dock(ctx, ["create", "--name", ctr, from, "true"]);
             try {
                 await dock(ctx, ["cp", `${stage}/.`, `${ctr}:/`]);
                 await dock(ctx, ["commit",
@@ -289,7 +292,7 @@ export async function buildAndPush(ctx: BuildContext): Promise<Record<string, st
     } finally {
         // leave the build host clean: every host pulls by digest like a real one
         const refs = [...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`),
-            ...Object.values(ctx.releases).flatMap(r => r.hubReference ? [`${ctx.registry}/${r.hubReference}`] : []), base];
+            ...Object.values(ctx.releases).flatMap(r => r.hubReference ? [`${ctx.registry}/${r.hubReference}`] : []), ...pyBases.values(), base];
         await ctx.docker(["rmi", "-f", ...refs]);
         fs.rmSync(ctx.stagingDir, { recursive: true, force: true });
     }

@@ -165,6 +165,11 @@ test("imageProblems names each failure the way the stand-in variants fail", () =
     // Ray without token auth is a warning
     const old = imageProblems({ ...good, ray: { present: true, version: "2.51.1" } }, spark, "ray", 2);
     assert.deepEqual(old.map(p => [p.kind, p.severity]), [["ray-no-token-auth", "warning"]]);
+    // Ray 2.52-2.53: token auth, but the dashboard agent's job API takes none (images.ts [ray-agent])
+    const agentOpen = imageProblems({ ...good, ray: { present: true, version: "2.53.0" } }, spark, "ray", 2);
+    assert.deepEqual(agentOpen.map(p => [p.kind, p.severity]), [["ray-agent-open", "warning"]]);
+    assert.match(agentOpen[0].message, /port 52365 can run commands/);
+    assert.deepEqual(imageProblems({ ...good, ray: { present: true, version: "2.54.0" } }, spark, "ray", 2), []);
     // unknown facts are skipped, not guessed
     assert.deepEqual(imageProblems({}, spark, "ray", 2), []);
 });

@@ -1,5 +1,6 @@
 // The helper program that runs on the hosts (components/remote), run here against the
-// stand-in vLLM package and a real local `vllm serve` stand-in. No root, no Docker.
+// stand-in vLLM package, a real local `vllm serve` stand-in and the sim image's real transformers (from PyPI, pinned:
+// tests/sim/image-wheels.ts; fetched once per machine into ~/.cache/spark-vllm). No root, no Docker.
 import { workerCopyToken } from "../../components/copyToken";
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
@@ -10,13 +11,16 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { joinTools, TOOLS_FILE, TOOLS_MODULES, toolsData, toolsModuleFiles, toolsProgram } from "../../components/toolsProgram";
-import { QWEN35_122B_FP8, writeModel } from "../sim/models";
+import { QWEN35_122B_FP8, QWEN3_30B_A3B, writeModel } from "../sim/models";
 import { KEYGUARD_MIDDLEWARE, withPythonPath } from "../../components/plan";
+import { hostSitePackages } from "../sim/image-wheels";
+import { DEFAULT_RELEASES } from "../sim/image";
 
 const IMAGE = path.join(__dirname, "..", "sim", "image");
 let dir: string;
 let tools: string;
 let hfHome: string;
+let transformersSite: string;
 
 function release(version: string, architectures: string[]): string {
     const file = path.join(dir, `release-${version}.json`);
@@ -29,11 +33,12 @@ function runTools(command: string, args: object, env: Record<string, string> = {
         input,
         encoding: "utf8",
         timeout: 60_000,
-        env: { ...process.env, PYTHONPATH: path.join(IMAGE, "python"), HF_HOME: hfHome, ...env },
+        env: { ...process.env, PYTHONPATH: [path.join(IMAGE, "python"), transformersSite].join(path.delimiter), HF_HOME: hfHome, ...env },
     });
 }
 
-before(() => {
+before(async () => {
+    transformersSite = await hostSitePackages("transformers", DEFAULT_RELEASES["0.17.1"].transformers!);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-tools-"));
     tools = path.join(dir, TOOLS_FILE);
     fs.writeFileSync(tools, toolsProgram());
@@ -115,7 +120,8 @@ test("compat: an image whose vLLM lacks the architecture is refused with both ve
 });
 
 test("compat: a supporting image passes in seconds and reports what it read", () => {
-    const r = runTools("compat", { ...compatArgs(), declaredVllmVersion: "0.17.1" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) });
+    // backend mp: the stand-ins carry no Ray (real Ray is in the sim image only; its checks run end to end)
+    const r = runTools("compat", { ...compatArgs(), declaredVllmVersion: "0.17.1", backend: "mp" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) });
     assert.equal(r.status, 0, r.stderr);
     const facts = JSON.parse(r.stdout.trim().split("\n").pop()!);
     assert.equal(facts.vllmVersion, "0.17.1");
@@ -144,7 +150,31 @@ test("compat: custom code needs trustRemoteCode, an unknown model_type needs a n
     fs.writeFileSync(cfgPath, JSON.stringify({ ...cfg, model_type: "qwen9_moe" }));
     const unknown = runTools("compat", { ...compatArgs(), model: "acme/custom-model" }, env);
     assert.equal(unknown.status, 1);
-    assert.match(unknown.stderr, /transformers 4\.57\.1 in this image does not recognize model_type 'qwen9_moe'/);
+    // real transformers' own words (configuration_auto.py), quoted
+    assert.match(unknown.stderr, /transformers 4\.57\.1 in this image does not recognize model_type 'qwen9_moe' of acme\/custom-model, and vLLM 0\.17\.1 has no config of its own for it either/);
+    assert.match(unknown.stderr, /transformers said: The checkpoint you are trying to load has model type `qwen9_moe` but Transformers does not recognize this architecture/);
+});
+
+test("compat: the default sim model's qwen3_5_moe is vLLM 0.17.1's own config, which real transformers 4.57.1 does not know; 0.14.0 has neither", () => {
+    const ok = runTools("compat", { ...compatArgs(), backend: "mp" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3_5MoeForConditionalGeneration"]) });
+    assert.equal(ok.status, 0, ok.stderr);
+    const lines = ok.stdout.trim().split("\n");
+    assert.equal(JSON.parse(lines.at(-1)!).modelTypeKnownBy, "vllm");
+    assert.equal(JSON.parse(lines.at(-1)!).transformers, "4.57.1");
+    assert.match(lines.at(-2)!, /^model_type 'qwen3_5_moe' of Qwen\/Qwen3\.5-122B-A10B-FP8: vLLM 0\.17\.1 reads it with its own config class/);
+    assert.equal(ok.stderr, "", "transformers' own advice (no PyTorch it can see) stays out of the check's output");
+    const old = runTools("compat", { ...compatArgs(), backend: "mp" }, { VLLM_SIM_RELEASE: release("0.14.0", ["Qwen3_5MoeForConditionalGeneration"]) });
+    assert.equal(old.status, 1);
+    assert.match(old.stderr, /does not recognize model_type 'qwen3_5_moe' of Qwen\/Qwen3\.5-122B-A10B-FP8, and vLLM 0\.14\.0 has no config of its own/);
+});
+
+test("compat: a model type transformers knows is read by the real AutoConfig from the sim snapshot", () => {
+    writeModel(hfHome, QWEN3_30B_A3B);
+    const r = runTools("compat", { ...compatArgs(), model: QWEN3_30B_A3B.id, backend: "mp" }, { VLLM_SIM_RELEASE: release("0.17.1", ["Qwen3MoeForCausalLM"]) });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trim().split("\n");
+    assert.equal(JSON.parse(lines.at(-1)!).modelTypeKnownBy, "transformers");
+    assert.equal(lines.at(-2), "model_type 'qwen3_moe' of Qwen/Qwen3-30B-A3B: transformers 4.57.1's AutoConfig reads it");
 });
 
 test("compat: missing weights on the head say where they were looked for", () => {

@@ -46,16 +46,9 @@ def compat(args):
     if remote_code and not args.get("trustRemoteCode"):
         problems.append("%s ships custom code (config.json auto_map) and needs trust_remote_code: "
                         "set spark-vllm:model.trustRemoteCode: true after reading that code" % model)
-    tf_version = None
-    try:
-        import transformers
-        tf_version = getattr(transformers, "__version__", None)
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-        if model_type and model_type not in CONFIG_MAPPING_NAMES and not remote_code:
-            problems.append("transformers %s in this image does not recognize model_type %r of %s: "
-                            "use an image with a newer transformers" % (tf_version, model_type, model))
-    except ImportError:
-        pass
+    known_by, tf_version, config_problem = model_type_known_by(model, snap, model_type, version, remote_code)
+    if config_problem:
+        problems.append(config_problem)
     image_problems, image_facts = image_checks(args.get("backend", "ray"), version)
     problems += image_problems
     if problems:
@@ -63,8 +56,65 @@ def compat(args):
     image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray"))
     for w in image_facts["warnings"]:
         say("warning: " + w)
+    if known_by == "vllm":
+        say("model_type %r of %s: vLLM %s reads it with its own config class (vllm.transformers_utils.config."
+            "_CONFIG_REGISTRY)%s" % (model_type, model, version, "" if tf_version is None else
+                                      ", not transformers %s's AutoConfig" % tf_version))
+    elif known_by == "transformers":
+        say("model_type %r of %s: transformers %s's AutoConfig reads it" % (model_type, model, tf_version))
     say(json.dumps(dict(image_facts, model=model, architectures=archs, modelType=model_type, vllmVersion=version,
-                        transformers=tf_version, seconds=round(time.time() - started, 2)), sort_keys=True))
+                        transformers=tf_version, modelTypeKnownBy=known_by, seconds=round(time.time() - started, 2)), sort_keys=True))
+
+
+def vllm_config_registry():
+    """The model types the image's vLLM ships its own config class for: vLLM resolves a model's config with these
+    before transformers' AutoConfig (vllm/transformers_utils/config.py, HFConfigParser.parse: `if model_type in
+    _CONFIG_REGISTRY:`, vLLM 0.14.0 line 153, 0.17.1 line 161, 0.20.1 line 210; a plain dict in 0.10.1.1, line 70).
+    Returns (keys, None) or (None, the import error)."""
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+        return set(_CONFIG_REGISTRY), None
+    except Exception as e:  # noqa: BLE001 - any failure here is reported, not raised
+        return None, "%s: %s" % (type(e).__name__, e)
+
+
+def model_type_known_by(model, snap, model_type, vllm_version, remote_code):
+    """Who will read the model's config.json the way vLLM does: "vllm" (its own config class), "transformers"
+    (AutoConfig loads it from the snapshot, offline), or None with the problem. Custom code (auto_map) is judged by
+    trustRemoteCode instead. Returns (known_by, transformers version, problem or None)."""
+    registry, registry_error = vllm_config_registry()
+    tf_version = None
+    try:
+        # transformers' own warnings (e.g. "None of PyTorch ... have been found" where it cannot see torch) are not
+        # problems of this check: TRANSFORMERS_VERBOSITY=error (transformers/utils/logging.py _get_default_logging_level,
+        # 4.57.1 line 60)
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        import transformers
+        tf_version = getattr(transformers, "__version__", None)
+    except ImportError:
+        transformers = None
+    if not model_type or remote_code:
+        return None, tf_version, None
+    if registry and model_type in registry:
+        return "vllm", tf_version, None
+    if transformers is None:
+        return None, tf_version, None
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    try:
+        AutoConfig.from_pretrained(snap, local_files_only=True)
+        return "transformers", tf_version, None
+    except Exception as e:  # noqa: BLE001 - transformers' own words go into the problem
+        said = str(e).split("\n")[0]
+    vllm_part = ("vLLM %s has no config of its own for it either (vllm.transformers_utils.config._CONFIG_REGISTRY)"
+                 % vllm_version if registry is not None else
+                 "vLLM %s's own config registry could not be read (%s)" % (vllm_version, registry_error))
+    if model_type not in CONFIG_MAPPING_NAMES:
+        return None, tf_version, (
+            "transformers %s in this image does not recognize model_type %r of %s, and %s: use an image whose vLLM "
+            "or transformers supports it (transformers said: %s)" % (tf_version, model_type, model, vllm_part, said))
+    return None, tf_version, ("transformers %s in this image cannot read the config.json of %s (model_type %r): %s"
+                              % (tf_version, model, model_type, said))
 
 
 def version_tuple(v):
@@ -81,8 +131,18 @@ def ray_auth_warnings(ray_version):
     ignores the token the launch gives it: say so, with the ports that are then open to anyone (Ray's "Ports
     configurations", doc/source/ray-core/configure.rst) and where the firewall recipe is."""
     first = data().get("images", {}).get("firstRayWithTokenAuth")
-    if not ray_version or ray_version == "unknown" or not first or version_tuple(ray_version) >= version_tuple(first):
+    agent = data().get("images", {}).get("firstRayWithAgentTokenAuth")
+    if not ray_version or ray_version == "unknown" or not first:
         return []
+    if version_tuple(ray_version) >= version_tuple(first):
+        if not agent or version_tuple(ray_version) >= version_tuple(agent):
+            return []
+        # Ray 2.52-2.53: the dashboard agent's HTTP server takes no token (components/images.ts [ray-agent])
+        return ["the image's Ray %s checks the cluster's token everywhere but on its dashboard agent's HTTP server "
+                "(port 52365 on every host), whose job API runs any command a peer posts to it "
+                "(POST /api/job_agent/jobs/; Ray checks the token there from %s): admit only the fabric peers with "
+                "the firewall recipe in docs/security.md (section Ray), or use an image with Ray >= %s"
+                % (ray_version, agent, agent)]
     return ["the image's Ray %s has no token authentication (RAY_AUTH_MODE=token needs Ray >= %s), so this cluster's "
             "Ray ports are open to anyone on the network, and Ray runs any code a peer sends it: the GCS "
             "(spark-vllm:ray.port, 6379 by default), the Ray client server (10001), and on every host the node and "

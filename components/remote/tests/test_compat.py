@@ -7,15 +7,62 @@ import unittest
 from unittest import mock
 
 from spark_vllm.compat import compat
-from tests.hf import make_snapshot
+from tests.hf import REVISION, make_snapshot
 from tests.test_weights import call
 
 
-def fake_vllm(version, archs):
+def fake_vllm(version, archs, config_registry=None):
+    """vllm with ModelRegistry; config_registry (model types) adds vllm.transformers_utils.config._CONFIG_REGISTRY."""
     vllm = types.ModuleType("vllm")
     vllm.__version__ = version
     vllm.ModelRegistry = types.SimpleNamespace(get_supported_archs=lambda: list(archs))
+    vllm.config_registry = config_registry
     return vllm
+
+
+def vllm_modules(vllm):
+    """sys.modules entries for `vllm` (a package when it carries a config registry, as real vLLM is)."""
+    if vllm is None or vllm.config_registry is None:
+        return {"vllm": vllm}
+    vllm.__path__ = []
+    tu = types.ModuleType("vllm.transformers_utils")
+    tu.__path__ = []
+    config = types.ModuleType("vllm.transformers_utils.config")
+    config._CONFIG_REGISTRY = {t: t.title().replace("_", "") + "Config" for t in vllm.config_registry}
+    return {"vllm": vllm, "vllm.transformers_utils": tu, "vllm.transformers_utils.config": config}
+
+
+# transformers 4.57.1's words for a model_type it does not know (models/auto/configuration_auto.py line 1364, AutoConfig.from_pretrained;
+# the real library says exactly this in the sim image: tests/unit/tools.test.ts)
+UNKNOWN_TYPE = ("The checkpoint you are trying to load has model type `%s` but Transformers does not recognize this "
+                "architecture. This could be because of an issue with the checkpoint, or because your version of "
+                "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
+                "transformers`.")
+
+
+def fake_transformers(version, model_types):
+    """transformers with CONFIG_MAPPING_NAMES and an AutoConfig that reads config.json the way the real one decides."""
+    tf = types.ModuleType("transformers")
+    tf.__version__ = version
+    tf.loaded = []
+    names = {t: t.title().replace("_", "") + "Config" for t in model_types}
+
+    class AutoConfig:
+        @staticmethod
+        def from_pretrained(path, **kwargs):
+            with open(path + "/config.json") as f:
+                model_type = json.load(f).get("model_type")
+            if model_type not in names:
+                raise ValueError(UNKNOWN_TYPE % model_type)
+            tf.loaded.append((path, kwargs))
+            return types.SimpleNamespace(model_type=model_type)
+    tf.AutoConfig = AutoConfig
+    mods = {"transformers": tf}
+    for name in ("transformers.models", "transformers.models.auto"):
+        mods[name] = types.ModuleType(name)
+    mods["transformers.models.auto.configuration_auto"] = types.SimpleNamespace(CONFIG_MAPPING_NAMES=names)
+    tf.modules = mods
+    return tf
 
 
 class FakeTensor:
@@ -58,9 +105,12 @@ class Compat(unittest.TestCase):
             "config.json": b'{"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}'})
         self.args = {"model": "Qwen/Qwen3.5-122B-A10B-FP8", "cacheDir": self.cache, "trustRemoteCode": False}
 
-    def compat_with(self, vllm, args, torch=None, ray="default"):
+    def compat_with(self, vllm, args, torch=None, ray="default", transformers=None):
         # None makes `import x` raise ImportError, as in an image without it.
-        modules = {"vllm": vllm, "transformers": None, "torch": torch or fake_torch(), "ray": fake_ray() if ray == "default" else ray}
+        modules = {"transformers": None, "torch": torch or fake_torch(), "ray": fake_ray() if ray == "default" else ray}
+        modules.update(vllm_modules(vllm))
+        if transformers is not None:
+            modules.update(transformers.modules)
         with mock.patch.dict(sys.modules, modules):
             return call(compat, args)
 
@@ -111,10 +161,22 @@ class Compat(unittest.TestCase):
         self.assertIn("the GCS (spark-vllm:ray.port, 6379 by default)", out[0])
         self.assertIn("docs/security.md (section Ray)", out[0])
         self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
-        for ok in ("2.52.0", "2.54.1"):
+        for ok in ("2.54.0", "2.60.0"):
             code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(ok))
             self.assertEqual((code, err, json.loads(out[-1])["warnings"]), (0, [], []))
             self.assertFalse(any(line.startswith("warning:") for line in out))
+
+    def test_a_ray_whose_dashboard_agent_takes_no_token_is_a_warning_naming_the_job_api(self):
+        # Ray 2.52.0-2.53.0: token authentication, but not on the dashboard agent's HTTP server (components/images.ts [ray-agent])
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
+        for version in ("2.52.0", "2.53.0"):
+            code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(version))
+            self.assertEqual((code, err), (0, []))
+            self.assertTrue(out[0].startswith("warning: the image's Ray %s checks the cluster's token everywhere but on its "
+                                              "dashboard agent's HTTP server (port 52365 on every host)" % version), out)
+            self.assertIn("POST /api/job_agent/jobs/; Ray checks the token there from 2.54.0", out[0])
+            self.assertIn("docs/security.md (section Ray)", out[0])
+            self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
 
     def test_an_old_vllm_names_the_first_release_from_the_catalog_data(self):
         code, _, err = self.compat_with(fake_vllm("0.14.0", ["LlamaForCausalLM"]), self.args)
@@ -131,6 +193,56 @@ class Compat(unittest.TestCase):
         self.assertIn('"vllmVersion": "0.17.1"', out[-1])
         code, _, err = self.compat_with(vllm, dict(self.args, declaredVllmVersion="0.18.0"))
         self.assertEqual(err, ["spark-vllm:vllm.version says 0.18.0 but the image's vLLM is 0.17.1: correct the config"])
+
+    def test_a_model_type_only_vllms_own_config_registry_knows_passes_without_asking_transformers(self):
+        # transformers 4.57.1 does not know qwen3_5_moe; vLLM 0.17.1 registers its own config class for it
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"], config_registry=["qwen3_next", "qwen3_5_moe"])
+        tf = fake_transformers("4.57.1", ["qwen3_moe", "llama"])
+        code, out, err = self.compat_with(vllm, self.args, transformers=tf)
+        self.assertEqual((code, err), (0, []))
+        self.assertEqual(out[-2], "model_type 'qwen3_5_moe' of Qwen/Qwen3.5-122B-A10B-FP8: vLLM 0.17.1 reads it with its own "
+                                  "config class (vllm.transformers_utils.config._CONFIG_REGISTRY), not transformers 4.57.1's AutoConfig")
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["modelTypeKnownBy"], facts["transformers"]), ("vllm", "4.57.1"))
+        self.assertEqual(tf.loaded, [], "vLLM does not ask AutoConfig for a type in its registry, nor does the check")
+
+    def test_a_model_type_transformers_knows_is_loaded_by_autoconfig_from_the_snapshot(self):
+        make_snapshot(self.cache, "Qwen/Qwen3-30B-A3B", files={
+            "config.json": b'{"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe"}'})
+        vllm = fake_vllm("0.17.1", ["Qwen3MoeForCausalLM"], config_registry=["qwen3_5_moe"])
+        tf = fake_transformers("4.57.1", ["qwen3_moe"])
+        code, out, err = self.compat_with(vllm, dict(self.args, model="Qwen/Qwen3-30B-A3B"), transformers=tf)
+        self.assertEqual((code, err), (0, []))
+        self.assertEqual(out[-2], "model_type 'qwen3_moe' of Qwen/Qwen3-30B-A3B: transformers 4.57.1's AutoConfig reads it")
+        self.assertEqual(json.loads(out[-1])["modelTypeKnownBy"], "transformers")
+        self.assertEqual(len(tf.loaded), 1)
+        self.assertTrue(tf.loaded[0][0].endswith("/snapshots/" + REVISION), tf.loaded)
+        self.assertEqual(tf.loaded[0][1], {"local_files_only": True})
+
+    def test_a_model_type_known_to_neither_names_both_and_quotes_transformers(self):
+        vllm = fake_vllm("0.14.0", ["Qwen3_5MoeForConditionalGeneration"], config_registry=["qwen3_next"])
+        code, _, err = self.compat_with(vllm, self.args, transformers=fake_transformers("4.56.2", ["qwen3_moe"]))
+        self.assertEqual(code, 1)
+        self.assertEqual(err, [
+            "transformers 4.56.2 in this image does not recognize model_type 'qwen3_5_moe' of Qwen/Qwen3.5-122B-A10B-FP8, "
+            "and vLLM 0.14.0 has no config of its own for it either (vllm.transformers_utils.config._CONFIG_REGISTRY): "
+            "use an image whose vLLM or transformers supports it (transformers said: The checkpoint you are trying to "
+            "load has model type `qwen3_5_moe` but Transformers does not recognize this architecture. This could be "
+            "because of an issue with the checkpoint, or because your version of Transformers is out of date.)"])
+        # a vLLM whose registry cannot be imported is named as such, not taken as an empty registry
+        code, _, err = self.compat_with(fake_vllm("0.14.0", ["Qwen3_5MoeForConditionalGeneration"]), self.args,
+                                        transformers=fake_transformers("4.56.2", ["qwen3_moe"]))
+        self.assertEqual(code, 1)
+        self.assertIn("and vLLM 0.14.0's own config registry could not be read (ModuleNotFoundError: ", err[0])
+
+    def test_custom_code_is_judged_by_trust_remote_code_not_by_the_model_type(self):
+        make_snapshot(self.cache, "acme/custom", files={
+            "config.json": b'{"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "acme9", "auto_map": {}}'})
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"], config_registry=[])
+        tf = fake_transformers("4.57.1", [])
+        code, out, err = self.compat_with(vllm, dict(self.args, model="acme/custom", trustRemoteCode=True), transformers=tf)
+        self.assertEqual((code, err, tf.loaded), (0, [], []))
+        self.assertIsNone(json.loads(out[-1])["modelTypeKnownBy"])
 
     def test_no_vllm_and_no_weights(self):
         code, _, err = self.compat_with(None, self.args)

@@ -27,15 +27,8 @@ DEFAULT_RELEASE = {
     ],
     "transformers": "4.57.1",
     "load_seconds": 3,
-    "ray": "2.52.0",
+    "ray": "2.60.0",
 }
-
-DEFAULT_MODEL_TYPES = [
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-    "qwen3_5", "qwen3_5_moe", "gpt_oss", "gemma3", "deepseek_v3", "phi3",
-]
-
-RAY_VERSION_DEFAULT = "2.52.0"
 
 # ---------------------------------------------------------------- GPU model (a DGX Spark's GB10)
 #
@@ -364,112 +357,12 @@ def write_json(path, data):
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------- GCS client
-
-class GcsUnavailable(Exception):
-    pass
-
-
-class GcsAuthError(GcsUnavailable):
-    """The GCS refused the request's token (Ray >= 2.52 with RAY_AUTH_MODE=token)."""
-
-
-# ---------------------------------------------------------------- Ray token authentication
-#
-# As Ray does it (Ray >= 2.52.0, https://docs.ray.io/en/latest/ray-security/token-auth.html):
-# - RAY_AUTH_MODE=token (case-insensitive) turns it on (src/ray/rpc/authentication/authentication_mode.cc);
-#   a Ray older than 2.52 has no such setting and ignores the variable.
-# - the token comes from RAY_AUTH_TOKEN, else the first line of the file RAY_AUTH_TOKEN_PATH names, else
-#   ~/.ray/auth_token, whitespace trimmed (src/ray/rpc/authentication/authentication_token_loader.cc).
-# - every request carries the metadata `authorization: Bearer <token>`
-#   (python/ray/_private/authentication/authentication_utils.py validate_request_token).
-# - a server in token mode refuses a missing or different token with the status
-#   "InvalidAuthToken: Authentication token is missing or incorrect"
-#   (src/ray/rpc/authentication/tests/grpc_auth_token_tests.cc).
-FIRST_RAY_WITH_TOKEN_AUTH = (2, 52, 0)
-AUTH_REFUSED = "InvalidAuthToken: Authentication token is missing or incorrect"
-# python/ray/_private/authentication/authentication_constants.py
-TOKEN_SETUP_INSTRUCTIONS = """Please provide an authentication token using one of these methods:
-  1. Set the RAY_AUTH_TOKEN environment variable
-  2. Set the RAY_AUTH_TOKEN_PATH environment variable (pointing to a token file)
-  3. Create a token file at the default location: ~/.ray/auth_token"""
-NO_TOKEN_FOUND = ("Token authentication is enabled but no authentication token was found. "
-                  + TOKEN_SETUP_INSTRUCTIONS)
-
-
-class RayTokenError(Exception):
-    pass
-
-
 def version_tuple(v):
     out = []
     for part in str(v).split("+")[0].split(".")[:3]:
         digits = "".join(c for c in part if c.isdigit())
         out.append(int(digits or 0))
     return tuple(out + [0] * (3 - len(out)))
-
-
-def ray_version():
-    return release().get("ray") or RAY_VERSION_DEFAULT
-
-
-def ray_token_auth_enabled():
-    """RAY_AUTH_MODE=token, honoured only by a Ray that has token authentication."""
-    if version_tuple(ray_version()) < FIRST_RAY_WITH_TOKEN_AUTH:
-        return False
-    return (os.environ.get("RAY_AUTH_MODE") or "").lower() == "token"
-
-
-def _first_line(path):
-    try:
-        with open(path) as f:
-            return f.readline().strip()
-    except OSError:
-        return ""
-
-
-def ray_auth_token():
-    """The token this process sends, or None when token authentication is off. Raises RayTokenError."""
-    if not ray_token_auth_enabled():
-        return None
-    env = (os.environ.get("RAY_AUTH_TOKEN") or "").strip()
-    if env:
-        return env
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
-    if path:
-        token = _first_line(path)
-        if not token:
-            raise RayTokenError("RAY_AUTH_TOKEN_PATH is set but file cannot be opened or is empty: " + path)
-        return token
-    token = _first_line(os.path.join(os.path.expanduser("~"), ".ray", "auth_token"))
-    if not token:
-        raise RayTokenError(NO_TOKEN_FOUND)
-    return token
-
-
-def gcs_call(address, path, payload=None, timeout=2.0):
-    """JSON request to the GCS stand-in at 'ip:port', with this process's Ray token when token mode is on.
-    Raises GcsUnavailable; GcsAuthError when the GCS refuses the token."""
-    url = "http://%s%s" % (address, path)
-    data = None if payload is None else json.dumps(payload).encode()
-    headers = {"Content-Type": "application/json"}
-    token = ray_auth_token()
-    if token:
-        headers["authorization"] = "Bearer " + token
-    req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST", headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        try:
-            body = json.loads(e.read() or b"null")
-        except ValueError:
-            body = None
-        if e.code == 401:
-            raise GcsAuthError((body or {}).get("error") or AUTH_REFUSED)
-        return e.code, body
-    except (OSError, ValueError) as e:
-        raise GcsUnavailable(str(e))
 
 
 def current_cluster_address():

@@ -363,8 +363,8 @@ class Server:
         self.t0 = time.time()
         self.crash_at = self.faults.get("crash_after_seconds")
         self.engine_up = False
-        self.gcs = None
-        self.pg_id = None
+        self.pg = None
+        self.actors = []
         self.bundles = []
         self.sock = None
         self.httpd = None
@@ -606,19 +606,18 @@ class Server:
                 "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
                 % (path, self.model, self.model, self.model))
         mt = cfg.get("model_type")
-        known = self.rel.get("model_types", sc.DEFAULT_MODEL_TYPES)
-        if mt and mt not in known and not cfg.get("auto_map"):
-            self.config_error(
-                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
-                "  Value error, The checkpoint you are trying to load has model type `%s` but Transformers does "
-                "not recognize this architecture. This could be because of an issue with the checkpoint, or "
-                "because your version of Transformers is out of date.\n\n"
-                "You can update Transformers with the command `pip install --upgrade transformers`. If this does "
-                "not work, and the checkpoint is very new, then there may not be a release version that supports "
-                "this model yet. In this case, you can get the most up-to-date code by installing Transformers "
-                "from source with the command `pip install git+https://github.com/huggingface/transformers.git` "
-                "[type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), input_type=ArgsKwargs]"
-                % (mt, self.model))
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+        if mt and mt not in _CONFIG_REGISTRY and not cfg.get("auto_map"):
+            # as vLLM's HFConfigParser.parse: a type without a config of vLLM's own goes to the image's real
+            # transformers (AutoConfig.from_pretrained); its ValueError surfaces in ModelConfig's validation
+            from transformers import AutoConfig
+            try:
+                AutoConfig.from_pretrained(path)
+            except ValueError as e:
+                self.config_error(
+                    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                    "  Value error, %s [type=value_error, input_value=ArgsKwargs((), {'model': '%s', ...}), "
+                    "input_type=ArgsKwargs]" % (e, self.model))
         self.archs = cfg.get("architectures") or ["UnknownForCausalLM"]
         derived = cfg.get("max_position_embeddings") or cfg.get("text_config", {}).get("max_position_embeddings") \
             or 32768
@@ -695,45 +694,32 @@ class Server:
         # before vLLM 0.11 a world larger than the node fell back to Ray; from 0.11 it is an error (validate_parallel)
         return self.backend == "ray" or (self.backend in (None, True) and self.world > local and not self.mp_supported())
 
-    def gcs_snapshot(self):
-        try:
-            code, snap = sc.gcs_call(self.gcs, "/api/cluster", timeout=2)
-            return snap if code == 200 else None
-        except sc.GcsUnavailable:
-            return None
-
     def ray_setup(self):
+        """vllm/v1/executor/ray_utils.py initialize_ray_cluster and ray_executor.py _init_workers_ray, on real Ray:
+        ray.init, the current node's GPU, a PACK placement group of one GPU per rank (the first pinned to this node),
+        then one RayWorkerWrapper actor per bundle. Ray's own exceptions are the messages."""
+        import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        from vllm._sim_ray_worker import RayWorkerWrapper
         e = self.eng
         addr = sc.current_cluster_address()
         e.info("ray_utils.py:353", "Connecting to existing Ray cluster at address: %s" % (addr or "auto"))
-        snap = None
-        if addr:
-            self.gcs = addr
-            deadline = time.time() + 5
-            while snap is None and time.time() < deadline:
-                snap = self.gcs_snapshot()
-                if snap is None:
-                    time.sleep(0.3)
-            if snap is None:
-                self.engine_failed(
-                    "ConnectionError: Unable to connect to GCS at %s. Check that (1) Ray GCS with matching version "
-                    "started successfully at the specified address, and (2) there is no firewall setting "
-                    "preventing access." % addr,
-                    [(PY + "/vllm/v1/executor/ray_utils.py", 330, "initialize_ray_cluster",
-                      "ray.init(address=ray_address)")])
-            sc.out("%s\tINFO worker.py:1832 -- Connected to Ray cluster. View the dashboard at http://%s:8265 "
-                   % (sc.ray_ts(), addr.split(":")[0]))
-        else:
-            # real vLLM would start a private single-node Ray instance here
-            self.gcs = None
-            sc.out("%s\tINFO worker.py:1951 -- Started a local Ray instance." % sc.ray_ts())
-            snap = {"nodes": [{"NodeID": secrets.token_hex(28), "Alive": True, "NodeManagerAddress": self.my_ip,
-                               "Resources": {"GPU": 1.0, "CPU": float(os.cpu_count() or 1)}, "pid": self.pid}],
-                    "placement_groups": []}
-        self.local_snap = None if addr else snap
+        init_frames = [(PY + "/vllm/v1/executor/ray_utils.py", 330, "initialize_ray_cluster", "ray.init(address=ray_address)")]
+        try:
+            ray.init(address=addr, log_to_driver=False)
+        except Exception as err:  # ConnectionError, RuntimeError (token), … as Ray raises them
+            self.engine_failed("%s: %s" % (type(err).__name__, err), init_frames)
+        # ray.init installs Ray's failure signal handler for SIGTERM in its process (real Ray 2.60 in cluster.test.ts
+        # logged "[... E <pid> <pid>] logging.cc:474: *** SIGTERM received at time=..." from ray/src/ray/util/logging.cc
+        # and the process died without vLLM's "Shutting down"). In vLLM that process is the engine core; the API
+        # server, a process of its own there and merged into this one here, shuts down cleanly on SIGTERM: keep its handler
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+        self.ray = ray
+        node_id = ray.get_runtime_context().get_node_id()
+        res = ray._private.state.available_resources_per_node().get(node_id, {})
         e.info("ray_utils.py:402", "No current placement group found. Creating a new placement group.")
-        me = [n for n in snap["nodes"] if n["Alive"] and n["NodeManagerAddress"] == self.my_ip]
-        res = me[0]["Resources"] if me else {}
         if res.get("GPU", 0) < 1:
             self.engine_failed(
                 "ValueError: Current node has no GPU available. current_node_resource=%r. vLLM engine cannot "
@@ -742,23 +728,22 @@ class Server:
                 [(PY + "/vllm/v1/executor/ray_utils.py", 420, "initialize_ray_cluster", "raise ValueError(")])
         specs = [{"GPU": 1.0} for _ in range(self.world)]
         specs[0]["node:%s" % self.my_ip] = 0.001
-        self.pg_id = secrets.token_hex(14)
-        timeout = float(self.faults.get("placement_timeout_seconds", 1800))
+        self.pg = placement_group(specs, strategy="PACK")
+        ready_ref = self.pg.ready()
+        timeout = float(self.faults.get("placement_timeout_seconds", 1800))  # PG_WAIT_TIMEOUT
         start = time.time()
         interval = min(10.0, max(1.0, timeout / 3))
         next_log = start + interval
         while True:
             self.check_crash()
-            snap = self.local_snap or self.gcs_snapshot() or {"nodes": [], "placement_groups": []}
-            assign = self.try_place(snap)
-            if assign:
-                self.bundles = assign
-                self.put_pg("CREATED", specs)
+            ready, _ = ray.wait([ready_ref], timeout=0.3)
+            if ready:
+                ray.get(ready_ref, timeout=0)  # as _wait_until_pg_ready does before the workers are placed
                 break
-            self.put_pg("PENDING", specs)
             now = time.time()
             if now - start >= timeout:
                 self.release_pg()
+                # vllm/v1/executor/ray_utils.py _wait_until_pg_ready (vLLM 0.17)
                 self.engine_failed(
                     "ValueError: Cannot provide a placement group requiring %d GPUs (placement_group_specs=%r) "
                     "within %d seconds.\nTensor parallel size may exceed available GPUs in your cluster. Check "
@@ -776,7 +761,18 @@ class Server:
                        % (int(now - start), specs))
                 interval *= 2
                 next_log = now + interval
-            time.sleep(0.3)
+        worker = ray.remote(num_cpus=0, num_gpus=1)(RayWorkerWrapper)
+        self.actors = [worker.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+            placement_group=self.pg, placement_group_capture_child_tasks=True, placement_group_bundle_index=i)).remote()
+            for i in range(self.world)]
+        try:
+            infos = ray.get([a.info.remote() for a in self.actors], timeout=120)
+        except Exception as err:
+            self.engine_failed("%s.%s: %s" % (type(err).__module__, type(err).__name__, err),
+                               [(PY + "/vllm/v1/executor/ray_executor.py", 99, "_init_executor",
+                                 "self._init_workers_ray(placement_group)")])
+        self.bundles = [{"NodeID": i["node_id"], "NodeManagerAddress": i["ip"], "pid": i["pid"],
+                         "SimImage": {"vllm": i["vllm"], "architectures": i["architectures"]}} for i in infos]
         self.copy_env_to_workers()
         threading.Thread(target=self.lease_loop, daemon=True).start()
         # per-worker images: a worker whose image lacks the architecture fails model inspection there
@@ -793,104 +789,47 @@ class Server:
         vllm/v1/executor/ray_executor.py _init_workers_ray computes it: get_env_vars_to_copy(exclude_vars=
         WORKER_SPECIFIC_ENV_VARS, …) of vllm/ray/ray_env.py (the prefix version, after vllm-project/vllm#34383; the
         carry-everything rule is vllm-project/vllm#14099), then each name set in the driver's os.environ with the
-        driver's value. The workers on other nodes get the values over the GCS; their raylet starts the
-        RayWorkerWrapper with them (ray/_sim_gcs.py start_actor), as update_environment_variables sets them there."""
+        driver's value, sent to each actor's update_environment_variables."""
         e = self.eng
         names = ray_env_vars_to_copy(os.environ, vllm_config_root(), e)
         carried = {k: os.environ[k] for k in sorted(names) if k in os.environ}
-        workers = [n["NodeID"] for n in self.bundles if n["NodeManagerAddress"] != self.my_ip]
-        if self.gcs and workers:
-            try:
-                sc.gcs_call(self.gcs, "/api/worker_env", {"node_ids": workers, "env": carried}, timeout=2)
-            except sc.GcsUnavailable:
-                pass
-
-    def try_place(self, snap):
-        used = {}
-        for pg in snap.get("placement_groups", []):
-            if pg.get("state") == "CREATED" and pg.get("pg_id") != self.pg_id:
-                for nid in pg.get("nodes", []):
-                    used[nid] = used.get(nid, 0) + 1
-        free = []
-        for n in snap["nodes"]:
-            if n["Alive"]:
-                g = int(n["Resources"].get("GPU", 0)) - used.get(n["NodeID"], 0)
-                free.append([n, g])
-        mine = [f for f in free if f[0]["NodeManagerAddress"] == self.my_ip and f[1] > 0]
-        if not mine or sum(max(0, f[1]) for f in free) < self.world:
-            return None
-        assign = [mine[0][0]]
-        mine[0][1] -= 1
-        for f in sorted(free, key=lambda f: f[0]["NodeManagerAddress"] != self.my_ip):
-            while f[1] > 0 and len(assign) < self.world:
-                assign.append(f[0])
-                f[1] -= 1
-        return assign
-
-    def put_pg(self, state, specs):
-        if not self.gcs:
-            return
-        try:
-            sc.gcs_call(self.gcs, "/api/pg", {"pg_id": self.pg_id, "state": state, "bundles": specs,
-                                              "nodes": [n["NodeID"] for n in self.bundles],
-                                              "owner": "vllm pid %d" % self.pid}, timeout=1.5)
-        except sc.GcsUnavailable:
-            pass
+        self.ray.get([a.update_environment_variables.remote(carried) for a in self.actors], timeout=60)
 
     def release_pg(self):
-        if self.gcs and self.pg_id:
+        pg, self.pg = getattr(self, "pg", None), None
+        if pg is not None:
             try:
-                sc.gcs_call(self.gcs, "/api/pg_remove", {"pg_id": self.pg_id}, timeout=1)
-            except sc.GcsUnavailable:
+                self.ray.util.remove_placement_group(pg)
+            except Exception:
                 pass
-        self.pg_id = None
 
     def lease_loop(self):
-        self.cluster_problem = None
-        missing_since = None
-        specs = [{"GPU": 1.0} for _ in range(self.world)]
-        while not STOP.is_set() and self.pg_id and self.gcs:
-            snap = self.gcs_snapshot()
-            if snap is None:
-                missing_since = missing_since or time.time()
-                if time.time() - missing_since > 3:
-                    self.cluster_problem = ("gcs", None)
-                    return
-            else:
-                missing_since = None
-                alive = {n["NodeID"]: n for n in snap["nodes"] if n["Alive"]}
-                for n in self.bundles:
-                    if n["NodeID"] not in alive:
-                        self.cluster_problem = ("node", n)
-                        return
-                self.put_pg("CREATED", specs)
+        """The executor's next execute_model on a dead actor: Ray's exception (ActorDiedError when its node or raylet
+        is gone) ends the engine, as ray.get(refs[0]) in vllm/v1/executor/ray_executor.py execute_model raises it."""
+        ray = self.ray
+        while not STOP.is_set() and self.actors:
+            try:
+                ray.get([a.ping.remote() for a in self.actors], timeout=10)
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except Exception as err:
+                self.cluster_problem = err
+                return
             time.sleep(1.0)
 
     cluster_problem = None
 
     def check_cluster(self):
-        prob = self.cluster_problem
-        if not prob:
+        err = self.cluster_problem
+        if not err:
             return
         self.cluster_problem = None
-        kind, n = prob
-        if kind == "gcs":
-            final = ("ray.exceptions.RaySystemError: System error: Failed to connect to GCS within 60 seconds. "
-                     "GCS may have been killed. It's either GCS is terminated by `ray stop` or is killed "
-                     "unexpectedly. If it is killed unexpectedly, see the log file gcs_server.out.")
-        else:
-            final = ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
-                     "\tclass_name: RayWorkerWrapper\n\tactor_id: %s\n\tpid: %s\n\tnamespace: %s\n\tip: %s\n"
-                     "The actor is dead because its node has died. Node Id: %s\n"
-                     "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many "
-                     "heartbeats" % (secrets.token_hex(16), n.get("pid"), secrets.token_hex(16)[:8] + "-sim",
-                                     n["NodeManagerAddress"], n["NodeID"]))
+        final = "%s.%s: %s" % (type(err).__module__, type(err).__name__, err)
         frames = [(PY + "/vllm/v1/executor/ray_executor.py", 478, "execute_model", "return ray.get(refs[0])"),
                   (PY + "/ray/_private/worker.py", 2962, "get", "values, debugger_breakpoint = worker.get_objects(")]
         if self.engine_up:
             self.engine_dead(final, frames)
         self.engine_failed(final, frames)
-
 
     # ---------------------------------------------------------- the simulated GB10
     def worker_name(self, rank):
@@ -1615,10 +1554,11 @@ def metrics(srv):
     return "\n".join(out) + "\n"
 
 
-def serve(argv):
-    def on_term(signum, frame):
-        STOP.set()
+def on_term(signum, frame):
+    STOP.set()
 
+
+def serve(argv):
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     srv = Server(argv)

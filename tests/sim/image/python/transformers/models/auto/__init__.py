@@ -1,1 +1,0 @@
-from .configuration_auto import CONFIG_MAPPING_NAMES  # noqa: F401
