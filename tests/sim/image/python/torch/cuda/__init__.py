@@ -10,7 +10,7 @@ from torch import _sim_gb10
 from torch.cuda import nccl  # torch.cuda.nccl.version()
 
 __all__ = ["nccl", "is_available", "device_count", "set_device", "current_device", "get_device_name",
-           "get_device_capability", "get_arch_list", "mem_get_info", "synchronize"]
+           "get_device_capability", "get_device_properties", "get_arch_list", "mem_get_info", "synchronize"]
 
 _current = 0
 
@@ -54,6 +54,26 @@ def get_device_name(device=None):
 
 def get_device_capability(device=None):
     return _sim_gb10.get_device_capability(device)
+
+
+class _CudaDeviceProperties:
+    """The fields of torch's _CudaDeviceProperties the program reads (pytorch torch/csrc/cuda/Module.cpp
+    registerCudaDeviceProperties: name, major, minor, total_memory, is_integrated). The GB10 shares the host's
+    memory, so CUDA reports it as integrated."""
+
+    def __init__(self, index):
+        self.name = get_device_name(index)
+        self.major, self.minor = get_device_capability(index)
+        self.total_memory = mem_get_info(index)[1]
+        self.is_integrated = 1
+
+    def __repr__(self):
+        return "_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, is_integrated=%d)" % (
+            self.name, self.major, self.minor, self.total_memory // (1 << 20), self.is_integrated)
+
+
+def get_device_properties(device=None):
+    return _CudaDeviceProperties(_check(current_device() if device is None else device))
 
 
 def get_arch_list():
