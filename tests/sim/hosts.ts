@@ -196,47 +196,10 @@ function readState(): SimState | undefined {
     }
 }
 
-<<<<<<< ours
 function writeState(s: SimState): void {
     fs.mkdirSync(SIM_STATE_DIR, { recursive: true });
     fs.writeFileSync(STATE_FILE + ".tmp", JSON.stringify(s, null, 2));
     fs.renameSync(STATE_FILE + ".tmp", STATE_FILE);
-=======
-function writeState(c: SimCluster, s: SimState): void {
-    fs.mkdirSync(c.stateDir, { recursive: true });
-    fs.writeFileSync(stateFile(c) + ".tmp", JSON.stringify(s, null, 2));
-    fs.renameSync(stateFile(c) + ".tmp", stateFile(c));
-}
-
-/**
- * Claims a free cluster id (1..200) for this process, under a machine-wide lock: an id whose state names a live owner
- * is taken; one whose owner is gone (a crashed run) is claimed and its leftovers torn down by startSim from its state;
- * an id with leftovers but no state (bridge or namespaces of that name) is skipped, never touched.
- */
-async function claimCluster(ownerPid: number): Promise<SimCluster> {
-    fs.mkdirSync(CLUSTERS_STATE_DIR, { recursive: true });
-    const release = await holdLock(path.join(CLUSTERS_STATE_DIR, "claim.lock"), 60_000);
-    try {
-        const netns = (await run(["ip", "netns", "list"])).stdout.split("\n").map(l => l.split(" ")[0]);
-        const links = (await run(["ip", "-o", "link", "show"])).stdout.split("\n").map(l => l.split(": ")[1]?.split("@")[0]);
-        for (let id = 1; id <= MAX_CLUSTER; id++) {
-            const c = simCluster(id);
-            const old = readState(c);
-            if (old) {
-                // A live owner, this process included (a file may run two clusters at once), keeps its id.
-                if (old.ownerPid && alive(old.ownerPid)) continue;
-                writeState(c, { ...old, ownerPid });
-                return c;
-            }
-            if (links.includes(c.bridge) || netns.some(n => n.startsWith(c.netnsPrefix)) || fs.existsSync(c.stateDir)) continue;
-            writeState(c, { version: 1, cluster: id, ownerPid, runDir: c.runDir, hosts: [] });
-            return c;
-        }
-        throw new Error(`no free simulated cluster id in 1..${MAX_CLUSTER} (see ${CLUSTERS_STATE_DIR})`);
-    } finally {
-        await release();
-    }
->>>>>>> theirs
 }
 
 function mounts(): string[] {
