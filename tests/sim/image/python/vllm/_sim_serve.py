@@ -677,10 +677,15 @@ class Server:
         addr = sc.current_cluster_address()
         e.info("ray_utils.py:353", "Connecting to existing Ray cluster at address: %s" % (addr or "auto"))
         init_frames = [(PY + "/vllm/v1/executor/ray_utils.py", 330, "initialize_ray_cluster", "ray.init(address=ray_address)")]
+        # ray.init makes SIGTERM exit the process (python/ray/_private/worker.py init: sigterm_handler). Real vLLM calls it
+        # in its engine-core process, and the API server keeps its own shutdown; this one process keeps the server's.
+        server_sigterm = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(address=addr, log_to_driver=False)
         except Exception as err:  # ConnectionError, RuntimeError (token), … as Ray raises them
             self.engine_failed("%s: %s" % (type(err).__name__, err), init_frames)
+        finally:
+            signal.signal(signal.SIGTERM, server_sigterm)
         self.ray = ray
         node_id = ray.get_runtime_context().get_node_id()
         res = ray._private.state.available_resources_per_node().get(node_id, {})
