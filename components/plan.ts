@@ -450,6 +450,17 @@ function rayStartArgv(spec: ClusterSpec, host: HostSpec, role: Role, head: HostS
 }
 
 /**
+ * A worker's `ray start` that cannot reach the head's GCS retries for minutes, logging only "Failed to connect to GCS at
+ * address H:P within 5 seconds." (measured on Ray 2.52 and 2.60): the launch checks the port first and fails in seconds
+ * with the address and what to check.
+ */
+function gcsReachable(head: string, port: number): string[] {
+    const message = `spark-vllm: cannot reach the head's Ray GCS at ${head}:${port} from this host within 10 s: check that the head's Ray ` +
+        `launch succeeded and that nothing between the hosts drops TCP port ${port} (spark-vllm:ray.port) on the fabric`;
+    return [`timeout 10 bash -c ${shq(`exec 3<>/dev/tcp/${head}/${port}`)} 2>/dev/null || { echo ${shq(message)} >&2; exit 1; }`];
+}
+
+/**
  * Starts Ray in a host's container. The cluster's token comes on stdin and goes into a private file in the container
  * before `ray start` (rayAuth.ts), which the container's RAY_AUTH_MODE/RAY_AUTH_TOKEN_PATH point every Ray process at.
  * Under the records' lock: the old record goes, a Ray left by a failed earlier `up` is stopped (create is repeatable),
@@ -476,6 +487,7 @@ function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: R
             ...keepIfSame(record, { running: commRunning(record.process!), secret: { variable: "old_token", file: RAY_TOKEN_FILE } }),
             ...removeRecord("ray"),
             "ray stop --force >/dev/null 2>&1 || true",
+            ...(role === "worker" ? gcsReachable(head, spec.ray.port) : []),
             // `ray start` leaves daemons behind: they must not hold docker exec's stdin, nor the lock.
             withoutLock(argv),
             ...writeRecord(record),

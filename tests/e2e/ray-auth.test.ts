@@ -45,7 +45,7 @@ describe("Ray token authentication", () => {
             const noToken = await intruder({ RAY_AUTH_MODE: "disabled" });
             assert.notEqual(noToken.code, 0, noToken.stdout);
             assert.match(noToken.stderr, new RegExp(REFUSED));
-            const wrong = await intruder({ RAY_AUTH_TOKEN: "not-the-cluster-token" });
+            const wrong = await intruder({ RAY_AUTH_MODE: "token", RAY_AUTH_TOKEN: "not-the-cluster-token" });
             assert.notEqual(wrong.code, 0, wrong.stdout);
             assert.match(wrong.stderr, new RegExp(REFUSED));
             // vLLM's Ray worker on spark-b got vLLM's environment, but not the API key.

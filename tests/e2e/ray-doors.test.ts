@@ -14,7 +14,10 @@ interface Door { port: number; bind: string; process: string; protocol: string; 
 
 const MARKER = "/tmp/ray-door-probe";
 
-/** Ray's listeners on `target` (its container shares the host's network and PIDs are the machine's): port, bind, command line. */
+/**
+ * Ray's listeners on `target`, vLLM's (a Ray driver) included (the container shares the host's network and PIDs are the
+ * machine's): port, bind, command line.
+ */
 async function listeners(target: string) {
     const py = "import json,re,subprocess\n" +
         "out=[]\n" +
@@ -24,7 +27,7 @@ async function listeners(target: string) {
         "    bind,port=f[3].rsplit(':',1); bind=bind.strip('[]').replace('::ffff:','')\n" +
         "    try: cmd=open('/proc/%s/cmdline'%m.group(1)).read().replace('\\0',' ')\n" +
         "    except OSError: continue\n" +
-        "    if '/ray/' in cmd or cmd.startswith(('ray::','ray-dashboard')): out.append({'port':int(port),'bind':bind,'cmd':cmd})\n" +
+        "    if '/ray/' in cmd or 'vllm serve' in cmd or cmd.startswith(('ray::','ray-dashboard')): out.append({'port':int(port),'bind':bind,'cmd':cmd})\n" +
         "print(json.dumps(out))\n";
     const r = await suite.sim.exec(target, `python3 -c "$(echo ${Buffer.from(py).toString("base64")} | base64 -d)"`);
     assert.equal(r.code, 0, r.stderr);

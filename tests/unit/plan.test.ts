@@ -44,11 +44,14 @@ test("TCP-only hosts disable IB and get no /dev/infiniband", () => {
 
 test("ray start lines: the head binds its own address, workers point at the head's fabric address", () => {
     const p = plan(3);
+    assert.ok(!p.hosts[0].rayLaunch!.create.includes("/dev/tcp/"), "the head checks no GCS but its own");
     assert.deepEqual(p.hosts[0].rayStartArgv, ["ray", "start", "--head", "--port=6379", "--node-ip-address=198.18.1.2", "--num-gpus=1",
         "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
     for (const i of [1, 2]) {
         assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
         assert.match(p.hosts[i].rayLaunch!.create, /timeout 180 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*\nray start --address=198\.18\.1\.2:6379 /);
+        // a worker that cannot reach the head's GCS fails in seconds, naming it (Ray itself retries for minutes)
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 10 bash -c [^\n]*exec 3<>\/dev\/tcp\/198\.18\.1\.2\/6379[^\n]*Ray GCS at 198\.18\.1\.2:6379 from this host within 10 s[^\n]*\nray start /);
     }
 });
 

@@ -14,8 +14,6 @@ import os
 import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 
 DEFAULT_RELEASE = {
     "version": "0.17.1",

@@ -706,16 +706,15 @@ class Server:
         addr = sc.current_cluster_address()
         e.info("ray_utils.py:353", "Connecting to existing Ray cluster at address: %s" % (addr or "auto"))
         init_frames = [(PY + "/vllm/v1/executor/ray_utils.py", 330, "initialize_ray_cluster", "ray.init(address=ray_address)")]
+        # ray.init makes SIGTERM exit the process (python/ray/_private/worker.py init: sigterm_handler). Real vLLM calls it
+        # in its engine-core process, and the API server keeps its own shutdown; this one process keeps the server's.
+        server_sigterm = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(address=addr, log_to_driver=False)
         except Exception as err:  # ConnectionError, RuntimeError (token), … as Ray raises them
             self.engine_failed("%s: %s" % (type(err).__name__, err), init_frames)
-        # ray.init installs Ray's failure signal handler for SIGTERM in its process (real Ray 2.60 in cluster.test.ts
-        # logged "[... E <pid> <pid>] logging.cc:474: *** SIGTERM received at time=..." from ray/src/ray/util/logging.cc
-        # and the process died without vLLM's "Shutting down"). In vLLM that process is the engine core; the API
-        # server, a process of its own there and merged into this one here, shuts down cleanly on SIGTERM: keep its handler
-        signal.signal(signal.SIGTERM, on_term)
-        signal.signal(signal.SIGINT, on_term)
+        finally:
+            signal.signal(signal.SIGTERM, server_sigterm)
         self.ray = ray
         node_id = ray.get_runtime_context().get_node_id()
         res = ray._private.state.available_resources_per_node().get(node_id, {})
