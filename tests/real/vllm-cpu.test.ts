@@ -7,6 +7,8 @@
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { ChildProcess, spawn, spawnSync } from "child_process";
+import { hostSitePackages } from "../sim/image-wheels";
+import { DEFAULT_RELEASES } from "../sim/image";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -55,8 +57,10 @@ before(async () => {
     const real = start("real", path.join(VENV, "bin/vllm"), args(REAL_PORT), {
         HOME: home, VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1",
     });
+    // The stand-in reads model configs with real transformers, as the sim image carries it (tests/sim/image-wheels.ts).
+    const transformers = await hostSitePackages("transformers", DEFAULT_RELEASES["0.17.1"].transformers!);
     const sim = start("sim", "python3", [path.join(ROOT, "tests/sim/image/bin/vllm"), ...args(SIM_PORT)], {
-        VLLM_SIM_RELEASE: release, HF_HOME: path.join(home, "hf"), RAY_SIM_DIR: path.join(home, "ray"),
+        VLLM_SIM_RELEASE: release, HF_HOME: path.join(home, "hf"), RAY_SIM_DIR: path.join(home, "ray"), PYTHONPATH: transformers,
     });
     await waitHealthy(SIM_PORT, sim, "sim", 60_000);
     await waitHealthy(REAL_PORT, real, "real", 300_000);
