@@ -16,6 +16,7 @@ export const DEMO_PACKAGES: Record<string, string> = {
     "procps": "pgrep (the check that nothing is left behind)",
     "debootstrap": "builds the stand-in image's root filesystem on the first run",
     "python3": "the simulated nvidia-smi and runc wrapper",
+    "python3-pip": "installs real Ray and Transformers from PyPI into the stand-in image (first run; wheels cached)",
     "curl": "the chat completion the demo shows and sends",
 };
 

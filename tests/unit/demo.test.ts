@@ -28,7 +28,7 @@ test("the demo's packages for the simulated hosts are the ones .ci/run installs,
 });
 
 test("missing packages are named with the one command that installs them; root is asked for", () => {
-    const have = new Set(["docker.io", "openssh-client", "iproute2", "iptables", "procps", "python3", "curl"]);
+    const have = new Set(["docker.io", "openssh-client", "iproute2", "iptables", "procps", "python3", "python3-pip", "curl"]);
     const problems = prerequisiteProblems(1000, pkg => have.has(pkg));
     assert.match(problems[0], /needs root.*sudo npm run demo/);
     assert.equal(problems[1], "missing packages: openssh-server, docker-registry, debootstrap");
