@@ -130,8 +130,11 @@ def ask_vllm(torch, capability, method, scheme):
 
 
 def fp8_gemm(torch, ops):
-    """One 16×128×128 FP8 GEMM, B column-major as cutlass_scaled_mm requires (scaled_mm_entry.cu conformality checks);
-    per-tensor scales. The SM120 blockwise kernel is built from the same arch list (CMakeLists.txt SRCS)."""
+    """One 16×128×128 FP8 GEMM, B column-major as cutlass_scaled_mm requires (scaled_mm_entry.cu conformality checks:
+    a.stride(1) == 1, b.stride(0) == 1, b.stride(1) % 16 == 0; its Python wrapper sends B with a dimension not a multiple
+    of 16 to Triton instead); per-tensor scales. The SM120 blockwise kernel is built from the same arch list
+    (CMakeLists.txt SRCS). Measured with real PyTorch 2.11.0+cu130 on an H200: a is float8_e4m3fn (16, 128) stride
+    (128, 1), b float8_e4m3fn (128, 128) stride (1, 128), and torch._scaled_mm of the two gives 128.0 everywhere."""
     a = torch.ones(16, 128, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn)
     b = torch.ones(128, 128, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn).t()
     scale = torch.ones(1, dtype=torch.float32, device="cuda")
