@@ -49,6 +49,16 @@
 //                  '7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0+PTX'; 0.33.0: CUDA 13.0.3, '7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0'. No
 //                  12.1 anywhere (vllm-project/vllm#36835): sm_120 SASS runs on the Spark per [cuda-cc]. (An earlier version
 //                  of this table took "8.0 8.9 9.0 10.0 10.3 12.0" from vllm-project/vllm#23469, a closed, unmerged proposal.)
+//   [vllm-release] How vLLM's own kernels are compiled in the arm64 image a Spark pulls: each release's
+//                  .buildkite/release-pipeline.yaml (PyPI sdist) builds the aarch64 release image with its own
+//                  `--build-arg CUDA_VERSION=… --build-arg torch_cuda_arch_list='…'`, not the Dockerfile's defaults [vllm-docker]:
+//                  0.11.1–0.19.0 CUDA 12.9.1 '8.7 8.9 9.0 10.0+PTX 12.0'; 0.17.1–0.19.0 also a CUDA 13.0.1 image
+//                  '8.7 8.9 9.0 10.0+PTX 12.0 12.1' ("12.1 for DGX Spark", the 0.17.1 pipeline's comment); 0.20.0/0.20.1
+//                  CUDA 13.0.2 CUDA_ARCH_AARCH64 '8.0 8.7 8.9 9.0 10.0 11.0 12.0+PTX'; 0.31.0/0.33.0 CUDA 13.0.2
+//                  '8.0 8.7 8.9 9.0 10.0 11.0 12.0'. .buildkite/scripts/annotate-release.sh (0.17.1–0.20.0; 0.33.0
+//                  publish-release-images.sh): vllm/vllm-openai:vX is the manifest of vX-x86_64 and vX-aarch64, and
+//                  vX-cu130 (0.17.1–0.19.0) the one of the CUDA 13.0 builds. What vLLM's CUTLASS kernels for 12.x then are
+//                  is components/vllmKernels.ts (sm_120a from a CUDA 12.9 build: not on 12.1; sm_120f from CUDA 13: on 12.1).
 //   [uma-free]     vLLM's start-up free memory on an integrated GPU: MemorySnapshot.measure (vllm/utils/mem_utils.py) replaces
 //                  torch.cuda.mem_get_info()'s free figure by psutil.virtual_memory().available (MemAvailable) on
 //                  compute capability (8,7), (11,0), (12,1) from vllm-0.11.1 (vllm-0.11.0's MemorySnapshot in
@@ -108,6 +118,11 @@ export interface KnownImage {
     cuda?: string;
     /** `torch.cuda.get_arch_list()`-style targets (sm_XY[a|f] = SASS, compute_XY = PTX); undefined = not published. */
     archList?: string[];
+    /**
+     * How vLLM's own CUDA kernels were compiled in the arm64 image (CUDA and TORCH_CUDA_ARCH_LIST of the build) [vllm-release]:
+     * what decides its CUTLASS kernels for 12.x (components/vllmKernels.ts). undefined: not published.
+     */
+    vllmBuild?: { cuda: string; torchCudaArchList: string };
     /** Ray: present (with version when known), absent, or undefined when no source says. */
     ray?: { present: boolean; version?: string };
     /** Runs on a Spark according to a public source (NVIDIA's playbook, a release note, an issue). */
@@ -131,34 +146,56 @@ export function torchArchList(list: string): string[] {
     });
 }
 
-/** vLLM's own image of `version`: CUDA, kernel targets and Ray as its release's docker/Dockerfile and requirements say [vllm-docker][no-ray]. */
-function vllmImage(version: string, cuda: string, archList: string, ray: boolean, extra: Partial<KnownImage> = {}): KnownImage {
+const PIPELINE = (v: string) => `pypi vllm-${v}.tar.gz: .buildkite/release-pipeline.yaml (the aarch64 release image's CUDA_VERSION and torch_cuda_arch_list)`;
+
+/**
+ * vLLM's own image of `version`: CUDA, kernel targets and Ray as its release's docker/Dockerfile and requirements say
+ * [vllm-docker][no-ray], and how the arm64 image's vLLM kernels were built (`build`, [vllm-release]).
+ */
+function vllmImage(version: string, cuda: string, archList: string, ray: boolean, build: KnownImage["vllmBuild"], extra: Partial<KnownImage> = {}): KnownImage {
     return {
-        reference: `vllm/vllm-openai:v${version}`, vllm: version, cuda, archList: torchArchList(archList), ray: { present: ray },
+        reference: `vllm/vllm-openai:v${version}`, vllm: version, cuda, archList: torchArchList(archList), ray: { present: ray }, vllmBuild: build,
         notes: `docker/Dockerfile: CUDA_VERSION=${cuda}, torch_cuda_arch_list='${archList}'; requirements/cuda.txt ${ray ? "has ray[cgraph]>=2.48.0" : "has no ray"}` +
-            (extra.notes ? `; ${extra.notes}` : ""),
-        sources: [SDIST(version), ...(extra.sources ?? [])],
+            (build ? `; arm64 release image: CUDA ${build.cuda}, torch_cuda_arch_list='${build.torchCudaArchList}'` : "") + (extra.notes ? `; ${extra.notes}` : ""),
+        sources: [SDIST(version), ...(build ? [PIPELINE(version)] : []), ...(extra.sources ?? [])],
         ...(extra.runsOnGb10 ? { runsOnGb10: extra.runsOnGb10 } : {}),
     };
 }
+
+/** The CUDA 13.0 variant vX-cu130 that 0.17.1–0.19.0 publish beside the default CUDA 12.9 image [vllm-release]. */
+function vllmCu130Image(version: string, ray: boolean): KnownImage {
+    const build = { cuda: "13.0.1", torchCudaArchList: "8.7 8.9 9.0 10.0+PTX 12.0 12.1" };
+    return {
+        reference: `vllm/vllm-openai:v${version}-cu130`, vllm: version, cuda: build.cuda, archList: torchArchList(build.torchCudaArchList),
+        ray: { present: ray }, vllmBuild: build,
+        notes: `the CUDA 13.0 build of vLLM ${version} (arm64: torch_cuda_arch_list='${build.torchCudaArchList}', "12.1 for DGX Spark"); ` +
+            `requirements/cuda.txt ${ray ? "has ray[cgraph]>=2.48.0" : "has no ray"}`,
+        sources: [PIPELINE(version), `pypi vllm-${version}.tar.gz: .buildkite/scripts/annotate-release.sh (vllm/vllm-openai:v${version}-cu130)`],
+    };
+}
+
+const ARM64_CU129 = { cuda: "12.9.1", torchCudaArchList: "8.7 8.9 9.0 10.0+PTX 12.0" };
 
 const ARCH_0_11 = "7.0 7.5 8.0 8.9 9.0 10.0 12.0";
 
 /** Known images. Unknown fields stay undefined: the checks then say "unknown" rather than guess. */
 export const KNOWN_IMAGES: KnownImage[] = [
-    vllmImage("0.11.1", "12.9.1", ARCH_0_11, true, { notes: "first release with the multi-node mp launch [mp-pr] and MemAvailable as free memory on a GB10 [uma-free]" }),
-    vllmImage("0.14.0", "12.9.1", ARCH_0_11, true),
-    vllmImage("0.17.1", "12.9.1", ARCH_0_11, true, { notes: "the last release with Ray [no-ray]", sources: ["gpustack/gpustack#5430"] }),
-    vllmImage("0.18.0", "12.9.1", ARCH_0_11, false, {
+    vllmImage("0.11.1", "12.9.1", ARCH_0_11, true, ARM64_CU129, { notes: "first release with the multi-node mp launch [mp-pr] and MemAvailable as free memory on a GB10 [uma-free]" }),
+    vllmImage("0.14.0", "12.9.1", ARCH_0_11, true, ARM64_CU129),
+    vllmImage("0.17.1", "12.9.1", ARCH_0_11, true, ARM64_CU129, { notes: "the last release with Ray [no-ray]", sources: ["gpustack/gpustack#5430"] }),
+    vllmCu130Image("0.17.1", true),
+    vllmImage("0.18.0", "12.9.1", ARCH_0_11, false, ARM64_CU129, {
         notes: "the first release without Ray [no-ray]",
         sources: ["gpustack/gpustack#5430", "https://docs.gpustack.ai/2.2/tutorials/running-distributed-vllm-with-multiprocessing/"],
     }),
-    vllmImage("0.19.0", "12.9.1", ARCH_0_11, false, { sources: ["ai-dynamo/dynamo#8515"] }),
-    vllmImage("0.20.0", "13.0.2", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0+PTX", false, {
+    vllmCu130Image("0.18.0", false),
+    vllmImage("0.19.0", "12.9.1", ARCH_0_11, false, ARM64_CU129, { sources: ["ai-dynamo/dynamo#8515"] }),
+    vllmCu130Image("0.19.0", false),
+    vllmImage("0.20.0", "13.0.2", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0+PTX", false, { cuda: "13.0.2", torchCudaArchList: "8.0 8.7 8.9 9.0 10.0 11.0 12.0+PTX" }, {
         notes: "first release with CUDA 13.0 as the image default [vllm-cuda]; first to ask CUDA whether the GPU is integrated [uma-free]",
         sources: ["vllm-project/vllm#39878", "vllm-project/vllm#35356"],
     }),
-    vllmImage("0.33.0", "13.0.3", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0", false, {
+    vllmImage("0.33.0", "13.0.3", "7.5 8.0 8.6 8.9 9.0 10.0 11.0 12.0", false, { cuda: "13.0.2", torchCudaArchList: "8.0 8.7 8.9 9.0 10.0 11.0 12.0" }, {
         notes: "the newest release on PyPI (`pip index versions vllm`, November 2026); CUDA 13.0 runs natively on the Spark's 580 driver, sm_120 SASS on 12.1",
     }),
     {
@@ -365,8 +402,8 @@ export interface ImageFacts {
 export type Backend = "ray" | "mp" | "single";
 
 export interface ImageProblem {
-    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, ray-agent-open, mp-unsupported. */
-    kind: "cuda-kernel-image" | "cuda-driver" | "ray-missing" | "ray-no-token-auth" | "ray-agent-open" | "mp-unsupported";
+    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, ray-agent-open, mp-unsupported, quantization-kernel (components/imageKernels.ts). */
+    kind: "cuda-kernel-image" | "cuda-driver" | "ray-missing" | "ray-no-token-auth" | "ray-agent-open" | "mp-unsupported" | "quantization-kernel";
     /** error: it will not serve; warning: it serves, but insecurely or degraded. */
     severity: "error" | "warning";
     message: string;

@@ -19,6 +19,7 @@
 import * as yaml from "js-yaml";
 import { CATALOG, CatalogModel, findModel } from "./catalog";
 import { GB10_CAPABILITY, KNOWN_IMAGES, KnownImage, imageProblems, lookupImage, normalizeReference } from "./images";
+import { quantizationKernelProblem } from "./imageKernels";
 import { planMemory } from "./memory";
 import { CONFIG_NAMESPACE, parseImageRef, parseSpec, rawConfigFromStack, SpecError } from "./spec";
 import { parseHostKey } from "./hostKeys";
@@ -407,6 +408,8 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
         if (catalogModel) modelId = { value: catalogModel.id, why: `the largest model cached on every host that fits (${(catalogModel.weightBytes / 1e9).toFixed(0)} GB of weights over ${facts.length * gpusPerHost} GPUs, memory plan)` };
         else problems.push(`no --model given and no model cached on every host is both in the catalog and fits ${facts.length} × ${gpusPerHost} GPU (cached: ${[...new Set(facts.flatMap(f => f.models.map(m => m.id)))].join(", ") || "none"}; the catalog knows ${CATALOG.map(c => c.id).join(", ")}); pass --model ORG/NAME`);
     }
+    const kernel = knownImage && catalogModel ? quantizationKernelProblem(knownImage, catalogModel.quantization, catalogModel.id, hostCaps.capability) : undefined;
+    if (kernel) warnings.push(`image ${image!.value}: ${kernel.message}`);
     const { tp, pp } = parallelism(gpusPerHost, facts.length, catalogModel);
     let maxModelLen: Sourced<number> | undefined;
     if (catalogModel) {

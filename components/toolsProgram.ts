@@ -18,6 +18,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { ARCHITECTURES } from "./catalog";
 import { diagnosisData } from "./diagnosis";
+import { imagesCarrying } from "./imageKernels";
 import { KNOWN_IMAGES, UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstRayWithAgentTokenAuth, firstRayWithTokenAuth, firstVllmWithIntegratedGpuQuery,
     firstVllmWithMultiNodeMp, firstVllmWithUnifiedMemoryAvailable } from "./images";
 
@@ -25,7 +26,7 @@ export const TOOLS_FILE = "spark_vllm_tools.py";
 export const TOOLS_PACKAGE = path.join(__dirname, "remote", "spark_vllm");
 
 /** Modules in dependency order (each imports only from modules before it); `main`, the dispatcher, comes last. */
-export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights_size", "weights", "weights_source", "cuda", "compat", "memory", "images", "probes", "supervise", "status", "serving", "fabric", "rayenv", "keyguard"];
+export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights_size", "weights", "weights_source", "cuda", "kernels", "compat", "memory", "images", "probes", "supervise", "status", "serving", "fabric", "rayenv", "keyguard"];
 const ENTRY = "main";
 
 /** The data the Python side reads (`data()` in spark_vllm/data.py). */
@@ -41,6 +42,8 @@ export function toolsData() {
         umaCapabilities: UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY,
         // What the compat check suggests instead of an image that cannot run here.
         gb10: KNOWN_IMAGES.filter(i => i.runsOnGb10).map(i => i.reference),
+        // What the compat check suggests when the image's vLLM lacks its kernel for the checkpoint's quantization (spark_vllm/kernels.py).
+        kernelsForGb10: { fp8: imagesCarrying("fp8"), nvfp4: imagesCarrying("nvfp4") },
     };
     return { diagnosis: diagnosisData(), firstVllm, images };
 }

@@ -17,6 +17,7 @@ import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } fr
 import { MEMORY_DEFAULTS, MemoryOptions, planMemory, totalMemoryFor } from "../components/memory";
 import { parseImageRef } from "../components/spec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
+import { quantizationKernelProblem } from "../components/imageKernels";
 import { HOST_KEY_HOWTO } from "../components/hostKeys";
 
 /**
@@ -309,6 +310,20 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             const hosts = byType(args.resources, CONTAINER).length;
             for (const p of imageProblems(row, SPARK_HOST, backend, hosts).filter(p => p.severity === "error"))
                 report(`${row.reference} on a DGX Spark (${backend} backend): ${p.message} [${p.kind}; sources: ${row.sources.join(", ")}]. Remediation: use an image known to run on a Spark (${KNOWN_IMAGES.filter(i => i.runsOnGb10).map(i => i.reference).join(", ")}) or change spark-vllm:vllm.backend.`);
+        },
+    },
+    {
+        name: "quantization-kernels-on-gb10",
+        description: "A known image's vLLM carries its own CUTLASS kernels for the catalog model's quantization (FP8, NVFP4) in a form that runs on compute capability 12.1 (components/vllmKernels.ts); `up` asks the image's vLLM and runs the kernel on the head before launch.",
+        enforcementLevel: "advisory",
+        validateStack: (args, report) => {
+            const image = byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
+            const row = image ? lookupImage(image) : undefined;
+            const serve = serveCommands(args.resources)[0];
+            const model = serve ? findModel(servedModel(commandText(serve.props)) ?? "") : undefined;
+            if (!row || !model || !serve) return; // unknown images and models are left to the compatibility check on the head
+            const p = quantizationKernelProblem(row, model.quantization, model.id, SPARK_HOST.capability);
+            if (p) report(`${p.message} [${p.kind}; sources: ${row.sources.join(", ")}]`, serve.urn);
         },
     },
     {

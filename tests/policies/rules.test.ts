@@ -89,7 +89,9 @@ test("every rule has a name, description and enforcement level; memory rules tak
 });
 
 test("the healthy stack passes every rule", () => {
-    const res = stack({}, IMAGE, "0.17.1");
+    // vLLM 0.17.1's CUDA 13.0 build: its FP8 kernels run on a GB10, which the default CUDA 12.9 image's do not
+    // (quantization-kernels-on-gb10 below)
+    const res = stack({}, `vllm/vllm-openai:v0.17.1-cu130@${DIGEST}`, "0.17.1");
     for (const p of policies) {
         const msgs = "validateStack" in p ? onStack(p.name, res) : onResources(p.name, res);
         assert.deepEqual(msgs, [], p.name);
@@ -251,6 +253,18 @@ test("image-runs-on-gb10: known images against a Spark and the backend; unknown 
     const old = mp.map(r => r.type === REMOTE_IMAGE ? image(r.name.replace(/-image$/, ""), at("nvcr.io/nvidia/vllm:25.10-py3")) : r);
     assert.match(onStack("image-runs-on-gb10", old)[0], /vLLM 0\.10\.2 has no --nnodes.*\[mp-unsupported/);
     assert.deepEqual(onStack("image-runs-on-gb10", stack({}, at("example.org/own/vllm:custom"))), [], "unknown image: no verdict");
+});
+
+test("quantization-kernels-on-gb10: an advisory for a catalog model whose quantization's vLLM kernel the known image lacks on 12.1", () => {
+    const at = (tag: string) => `${tag}@sha256:${"ab".repeat(32)}`;
+    assert.equal(policy("quantization-kernels-on-gb10").enforcementLevel, "advisory");
+    const fp8 = onStack("quantization-kernels-on-gb10", stack({}, at("vllm/vllm-openai:v0.17.1")));
+    assert.equal(fp8.length, 1);
+    assert.match(fp8[0], /^Qwen\/Qwen3\.5-122B-A10B-FP8 is fp8, but vllm\/vllm-openai:v0\.17\.1: .* sm_120a only, which does not run on 12\.1.*vllm\/vllm-openai:v0\.17\.1-cu130.*\[quantization-kernel; sources: .*release-pipeline\.yaml/);
+    assert.deepEqual(onStack("quantization-kernels-on-gb10", stack({}, at("vllm/vllm-openai:v0.17.1-cu130"))), [], "the CUDA 13.0 build carries sm_120f");
+    assert.deepEqual(onStack("quantization-kernels-on-gb10", stack({ model: "openai/gpt-oss-120b" }, at("vllm/vllm-openai:v0.17.1"))), [], "mxfp4: not a CUTLASS SM120 kernel");
+    assert.deepEqual(onStack("quantization-kernels-on-gb10", stack({ model: "acme/unknown-FP8" }, at("vllm/vllm-openai:v0.17.1"))), [], "not in the catalog");
+    assert.deepEqual(onStack("quantization-kernels-on-gb10", stack({}, at("nvcr.io/nvidia/vllm:26.05-py3"))), [], "no published build arch list");
 });
 
 test("ssh-host-keys-pinned: an advisory naming every host whose commands accept any host key, and how to get the key", () => {

@@ -17,11 +17,12 @@ const ROOT = path.join(__dirname, "..", "..");
 const STACKS = fs.readdirSync(ROOT).map(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((s): s is string => !!s);
 
 /**
- * Every violation of every rule, as "rule: message", but the advisory that hosts pin no SSH host key: the committed
- * stacks describe users' machines, whose keys only their owners can read (tested below: it shows for each).
+ * Every violation of every rule, as "rule: message", but two advisories tested on their own below: that hosts pin no
+ * SSH host key (the committed stacks describe users' machines, whose keys only their owners can read), and that the
+ * image's vLLM lacks its GB10 kernel for the model's quantization (the stacks on vLLM's CUDA 12.9 images).
  */
 const violations = (resources: Res[]): string[] => verdicts(resources).flatMap(v => v.violations.map(m => `${v.policy}: ${m}`))
-    .filter(v => !v.startsWith("ssh-host-keys-pinned: "));
+    .filter(v => !v.startsWith("ssh-host-keys-pinned: ") && !v.startsWith("quantization-kernels-on-gb10: "));
 
 const rawOf = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.replace(/^spark-vllm:/, ""), v]));
 
@@ -53,6 +54,17 @@ for (const stack of STACKS) {
         assert.match(advisory.violations[0], /hosts\[\]\.ssh\.hostKey/);
     });
 }
+
+test("the committed FP8 stacks on vLLM's CUDA 12.9 images carry the kernel advisory, naming the -cu130 twin; the 0.33.0 stack does not", () => {
+    const advisories = (stack: string) => verdicts(fromPlan(stackConfig(stack))).filter(v => v.policy === "quantization-kernels-on-gb10").flatMap(v => v.violations);
+    const flagged = STACKS.filter(s => advisories(s).length > 0).sort();
+    assert.deepEqual(flagged, ["spark", "spark-mp"]);
+    const [spark] = advisories("spark");
+    assert.match(spark, /^Qwen\/Qwen3\.5-122B-A10B-FP8 is fp8, but vllm\/vllm-openai:v0\.17\.1: .* for sm_120a only, which does not run on 12\.1/);
+    assert.ok(spark.includes("vllm/vllm-openai:v0.17.1-cu130"), spark);
+    assert.equal(verdicts(fromPlan(stackConfig("spark"))).find(v => v.policy === "quantization-kernels-on-gb10")?.enforcementLevel, "advisory");
+    assert.deepEqual(advisories("spark-current"), []);
+});
 
 test("Pulumi.spark.yaml: the memory plan is the README's (Qwen3.5-122B-A10B-FP8, 2 × Spark, TP=2, 0.85, 32768)", () => {
     const spec = parseSpec(rawOf(stackConfig("spark")));

@@ -22,6 +22,14 @@ export interface SimRelease {
     torch?: string;
     /** torch.cuda.get_arch_list(): sm_XY = SASS, compute_XY = PTX (simcommon.kernels_for_device). */
     cuda_arch_list?: string[];
+    /**
+     * How the stand-in vLLM's own CUTLASS kernels were compiled: CUDA and the SASS targets of each SM12x kernel family
+     * (components/vllmKernels.ts derives them for a real release). Default: from `cuda` and `cuda_arch_list`, sm_120f
+     * from CUDA 13.0, sm_120a before (simcommon.vllm_kernels; vllm/_custom_ops.py answers from it).
+     */
+    vllm_kernels?: { cuda: string; scaled_mm_sm120?: string[]; nvfp4_sm120?: string[]; nvfp4_sm100?: string[] };
+    /** vllm.utils.flashinfer.has_flashinfer() (default false). */
+    flashinfer?: boolean;
     /** Seconds a cold torch.compile takes (the compile cache makes the next start skip most of it). */
     compile_seconds?: number;
     /**

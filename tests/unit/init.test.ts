@@ -171,6 +171,12 @@ test("image: --image pinned is used as given; unpinned is pinned from the hosts'
     const a = chooseStack(pair("playbook-a.out", "playbook-b.out"), { stack: "t", image: given });
     assert.equal(parseSpec(readStack(a.yaml!)).image.reference, given);
     assert.equal(parseSpec(readStack(a.yaml!)).vllm.version, "0.17.1");
+    // vLLM 0.17.1's CUDA 12.9 image builds its FP8 kernels for sm_120a, which the GB10 does not run; its -cu130 twin does
+    assert.equal(parseSpec(readStack(a.yaml!)).model.id, "Qwen/Qwen3.5-122B-A10B-FP8");
+    assert.deepEqual(a.warnings.filter(w => /sm_120a only/.test(w)).map(w => w.slice(0, 120)),
+        [`image ${given}: Qwen/Qwen3.5-122B-A10B-FP8 is fp8, but vllm/vllm-openai:v0.17.1: vLLM 0.17.1 built with`.slice(0, 120)]);
+    const cu130 = chooseStack(pair("playbook-a.out", "playbook-b.out"), { stack: "t", image: `vllm/vllm-openai:v0.17.1-cu130@sha256:${"ab".repeat(32)}` });
+    assert.deepEqual(cu130.warnings.filter(w => /fp8/.test(w)), []);
     const b = chooseStack(pair("playbook-a.out", "playbook-b.out"), { stack: "t", image: "nvcr.io/nvidia/vllm:25.11-py3" });
     assert.equal(parseSpec(readStack(b.yaml!)).image.digest, `sha256:${"5c".repeat(32)}`);
     const c = chooseStack(pair("playbook-a.out", "playbook-b.out"), { stack: "t", image: "vllm/vllm-openai:v0.20.0" });

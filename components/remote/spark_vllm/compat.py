@@ -7,6 +7,7 @@ import time
 from spark_vllm.common import fail, say
 from spark_vllm.cuda import DRIVER_TOO_OLD, NO_KERNEL, kernels_run_on, probe_gpu
 from spark_vllm.data import data
+from spark_vllm.kernels import quantization_check
 from spark_vllm.weights import snapshot_dir
 
 
@@ -51,9 +52,15 @@ def compat(args):
         problems.append(config_problem)
     image_problems, image_facts = image_checks(args.get("backend", "ray"), version)
     problems += image_problems
+    quant_warnings = []
+    if image_facts.get("gpuRuns"):  # vLLM's own kernels only once PyTorch runs on this GPU at all
+        quant_problem, quant_warnings, image_facts["quantization"] = quantization_check(
+            model, config, version, image_facts.get("capability"), data().get("images", {}).get("kernelsForGb10", {}))
+        if quant_problem:
+            problems.append(quant_problem)
     if problems:
         fail(problems)
-    image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray"))
+    image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray")) + quant_warnings
     for w in image_facts["warnings"]:
         say("warning: " + w)
     if known_by == "vllm":
@@ -176,6 +183,7 @@ def image_checks(backend, vllm_version):
             problems.append("a first CUDA kernel failed in the image: %s" % error)
     elif error:
         problems.append("the image's PyTorch cannot use the GPU: %s" % error)
+    facts["gpuRuns"] = not problems
     if backend == "ray":
         try:
             import ray

@@ -8,6 +8,7 @@ from unittest import mock
 
 from spark_vllm.compat import compat
 from tests.hf import REVISION, make_snapshot
+from tests.test_kernels import BLOCK_FP8, FakeTensor as OpsTensor, fake_vllm_ops
 from tests.test_weights import call
 
 
@@ -177,6 +178,43 @@ class Compat(unittest.TestCase):
             self.assertIn("POST /api/job_agent/jobs/; Ray checks the token there from 2.54.0", out[0])
             self.assertIn("docs/security.md (section Ray)", out[0])
             self.assertEqual(json.loads(out[-1])["warnings"], [out[0][len("warning: "):]])
+
+    def block_fp8_model(self):
+        config = dict({"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}, **BLOCK_FP8)
+        make_snapshot(self.cache, "Qwen/Qwen3.5-122B-A10B-FP8", revision="f" * 40, files={"config.json": json.dumps(config).encode()})
+
+    def compat_with_ops(self, gemm_error):
+        """A block-FP8 checkpoint on an image whose vLLM 0.17.1 answers its queries and runs (or fails) its CUTLASS GEMM."""
+        self.block_fp8_model()
+        vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
+        mods, calls = fake_vllm_ops(gemm_error=gemm_error)
+        vllm.__path__, vllm._custom_ops = [], mods["vllm._custom_ops"]
+        mods["vllm"] = vllm
+        torch = fake_torch()
+        torch.bfloat16, torch.float32, torch.float8_e4m3fn = "bf16", "f32", "fp8"
+        ones = torch.ones
+        torch.ones = lambda *size, dtype=None, device=None: OpsTensor([]) if dtype else ones(size[0], device=device)
+        with mock.patch.dict(sys.modules, mods):
+            return self.compat_with(vllm, dict(self.args, backend="mp"), torch=torch, ray=None) + (calls,)
+
+    def test_a_block_fp8_model_whose_vllm_cutlass_kernel_fails_here_is_refused_before_launch(self):
+        code, _, err, calls = self.compat_with_ops("Error Internal")
+        self.assertEqual(code, 1)
+        self.assertIn(("cutlass_scaled_mm_supports_block_fp8", 121), calls)
+        self.assertEqual(len(err), 1)
+        self.assertTrue(err[0].startswith(
+            "Qwen/Qwen3.5-122B-A10B-FP8 is fp8-block (quant_method fp8). vLLM 0.17.1 in this image answers "
+            "cutlass_scaled_mm_supports_block_fp8(121) = True and uses its own CUTLASS FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm), "
+            "which fails on this GPU (compute capability 12.1): RuntimeError: Error Internal. The model would fail at its first "
+            "forward pass, after loading. Use an image whose vLLM carries the kernel for fp8-block on compute capability 12.1 "
+            "(known to carry it: vllm/vllm-openai:v0.33.0"), err[0])
+
+    def test_a_block_fp8_model_whose_kernel_runs_passes_and_the_json_says_what_was_checked(self):
+        code, out, err, _ = self.compat_with_ops(None)
+        self.assertEqual((code, err), (0, []))
+        q = json.loads(out[-1])["quantization"]
+        self.assertEqual((q["method"], q["scheme"], q["checked"], q["answers"]["supportsBlockFp8"], q["answers"]["kernelRun"]["error"]),
+                         ("fp8", "fp8-block", True, True, None))
 
     def test_an_old_vllm_names_the_first_release_from_the_catalog_data(self):
         code, _, err = self.compat_with(fake_vllm("0.14.0", ["LlamaForCausalLM"]), self.args)

@@ -593,5 +593,65 @@ class VerifyToken(unittest.TestCase):
             self.assertFalse(verify_token("k3Y", header), repr(header))
 
 
+class VllmOpsStandIn(unittest.TestCase):
+    """vllm._custom_ops as the compat check asks it (components/remote/spark_vllm/kernels.py): the capability queries and
+    the CUTLASS FP8 GEMM / NVFP4 quantization kernels, answering as vLLM's C++ does for release.json vllm_kernels."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.root)
+
+    def ops(self, release, code):
+        """Runs `code` (with ops, torch and run(f) → the error text or None) in the stand-in image's Python."""
+        path = os.path.join(self.root, "release.json")
+        with open(path, "w") as f:
+            json.dump(release, f)
+        prelude = ("import json, torch\nfrom vllm import _custom_ops as ops\n"
+                   "def run(f):\n    try:\n        f()\n        return None\n"
+                   "    except Exception as e:\n        return '%s: %s' % (type(e).__name__, e)\n"
+                   "a = torch.ones(16, 128, dtype=torch.bfloat16, device='cuda').to(torch.float8_e4m3fn)\n"
+                   "b = torch.ones(128, 128, dtype=torch.bfloat16, device='cuda').to(torch.float8_e4m3fn).t()\n"
+                   "s = torch.ones(1, dtype=torch.float32, device='cuda')\n"
+                   "x = torch.ones(16, 128, dtype=torch.bfloat16, device='cuda')\n")
+        r = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=20,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PYDIR, "PYTHONDONTWRITEBYTECODE": "1",
+                                "VLLM_SIM_RELEASE": path, "HF_HOME": self.root, "NVIDIA_VISIBLE_DEVICES": "all"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    GEMM = "print(json.dumps([ops.cutlass_scaled_mm_supports_fp8(121), ops.cutlass_scaled_mm_supports_block_fp8(121), run(lambda: ops.cutlass_scaled_mm(a, b, s, s, torch.bfloat16))]))"
+    FP4 = "print(json.dumps([ops.cutlass_scaled_mm_supports_fp4(121), run(lambda: ops.scaled_fp4_quant(x, s))]))"
+
+    def test_the_fp8_queries_answer_by_cuda_alone_and_the_gemm_fails_where_its_sm120_target_does_not_run(self):
+        # vLLM 0.17.1's arm64 image: CUDA 12.9.1, SM120 kernels for sm_120a (components/vllmKernels.ts)
+        cu129 = {"version": "0.17.1", "cuda": "12.9", "vllm_kernels": {"cuda": "12.9.1", "scaled_mm_sm120": ["sm_120a"], "nvfp4_sm120": ["sm_120a"]}}
+        self.assertEqual(self.ops(cu129, self.GEMM), [True, True, "RuntimeError: Error Internal"])
+        cu130 = {"version": "0.17.1", "vllm_kernels": {"cuda": "13.0.1", "scaled_mm_sm120": ["sm_120f"], "nvfp4_sm120": ["sm_120f"]}}
+        self.assertEqual(self.ops(cu130, self.GEMM), [True, True, None])
+        none = {"version": "0.17.1", "vllm_kernels": {"cuda": "12.6", "scaled_mm_sm120": []}}
+        supports_fp8, supports_block, error = self.ops(none, self.GEMM)
+        self.assertEqual((supports_fp8, supports_block), (True, False), "block FP8 needs CUDA 12.8 on capability >= 100")
+        self.assertTrue(error.startswith("RuntimeError: Expected a.dtype() == torch::kInt8 to be true, but got false."), error)
+
+    def test_the_fp4_query_checks_the_build_from_0_20_and_the_quantization_kernel_needs_a_target_that_runs(self):
+        built_120a = {"cuda": "12.9.1", "nvfp4_sm120": ["sm_120a"], "nvfp4_sm100": ["sm_100a"]}
+        supports, error = self.ops({"version": "0.17.1", "vllm_kernels": built_120a}, self.FP4)
+        self.assertTrue(supports)
+        self.assertTrue(error.startswith("AcceleratorError: CUDA error: no kernel image is available for execution on the device"), error)
+        self.assertEqual(self.ops({"version": "0.20.0", "vllm_kernels": {"cuda": "12.9.1", "nvfp4_sm120": []}}, self.FP4),
+                         [False, "NotImplementedError: No compiled nvfp4 quantization kernel"])
+        self.assertEqual(self.ops({"version": "0.20.0", "vllm_kernels": {"cuda": "13.0.2", "nvfp4_sm120": ["sm_120f"]}}, self.FP4), [True, None])
+
+    def test_without_vllm_kernels_the_build_follows_the_images_cuda_and_arch_list(self):
+        self.assertEqual(self.ops({"cuda": "13.0", "cuda_arch_list": ["sm_90", "sm_120"]}, self.GEMM)[2], None)
+        self.assertEqual(self.ops({"cuda": "12.9", "cuda_arch_list": ["sm_90", "sm_120"]}, self.GEMM)[2], "RuntimeError: Error Internal")
+
+    def test_the_quantization_registry_and_flashinfer(self):
+        out = self.ops({"flashinfer": True}, "from vllm.model_executor.layers.quantization import get_quantization_config as g\n"
+                       "from vllm.utils.flashinfer import has_flashinfer\n"
+                       "print(json.dumps([g('fp8').get_min_capability(), g('modelopt').get_min_capability(), run(lambda: g('nope')), has_flashinfer()]))")
+        self.assertEqual(out, [75, 89, "ValueError: Invalid quantization method: nope", True])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -222,6 +222,29 @@ def kernels_for_device(cap=GPU_CAPABILITY):
     return None
 
 
+def _runs_on(targets, cap=GPU_CAPABILITY):
+    """Does any SASS target (sm_XY[a|f]) of a kernel run on the GPU? CUDA's rule (components/images.ts cudaKernelsRunOn):
+    sm_XYa only on exactly X.Y, sm_XY / sm_XYf on X.y with y >= Y."""
+    major, minor = cap
+    return any(k == "sass" and M == major and (m == minor if v == "a" else m <= minor)
+               for k, M, m, v in (a for a in (_arch(t) for t in targets) if a))
+
+
+def vllm_kernels():
+    """How the stand-in vLLM's own CUTLASS kernels were compiled: release.json vllm_kernels = {"cuda": "12.9.1",
+    "scaled_mm_sm120": ["sm_120a"], "nvfp4_sm120": [...], "nvfp4_sm100": [...]} (the SASS targets of each kernel family, as
+    components/vllmKernels.ts derives them from a release's CMake rules). Without it: a build with the image's CUDA whose
+    arch list has 12.x SASS gets the SM120 kernels vLLM's CMake gives a plain 12.0: sm_120f from CUDA 13.0, sm_120a before
+    (CMakeLists.txt SCALED_MM_ARCHS / FP4_ARCHS, vLLM 0.11.1-0.33.0)."""
+    given = release().get("vllm_kernels")
+    if given:
+        return dict(given)
+    cuda = cuda_runtime()
+    has12 = any(a and a[0] == "sass" and a[1] == 12 for a in (_arch(t) for t in cuda_arch_list()))
+    sm120 = (["sm_120f"] if _ver(cuda) >= (13, 0) else ["sm_120a"]) if has12 and _ver(cuda) >= (12, 8) else []
+    return {"cuda": cuda, "scaled_mm_sm120": sm120, "nvfp4_sm120": sm120, "nvfp4_sm100": []}
+
+
 CUDA_CHECK_SUFFIX = ("CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
                      "below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
                      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")

@@ -1,6 +1,6 @@
 """Stand-in `torch` for the simulated Sparks: only what the fabric check
-(components/remote/spark_vllm/fabric.py) and the compat check's first kernel (spark_vllm/cuda.py)
-use: tensors that are a size and one value each, torch.cuda (one GB10) and torch.distributed's
+(components/remote/spark_vllm/fabric.py), the compat check's first kernel (spark_vllm/cuda.py) and its run of vLLM's
+own kernels (spark_vllm/kernels.py: FP8/uint8 dtypes, Tensor.to, Tensor.t) use: tensors that are a size and one value each, torch.cuda (one GB10) and torch.distributed's
 NCCL path (torch/distributed/__init__.py).
 Versions, memory and CUDA facts: the GB10 model shared with the vLLM stand-in (torch/_sim_gb10.py)."""
 import builtins
@@ -20,7 +20,10 @@ class dtype:
 float32 = dtype("float32", 4)
 float16 = dtype("float16", 2)
 bfloat16 = dtype("bfloat16", 2)
+float8_e4m3fn = dtype("float8_e4m3fn", 1)
+uint8 = dtype("uint8", 1)
 float = float32
+AcceleratorError = _sim_gb10.AcceleratorError
 
 
 class Tensor:
@@ -60,6 +63,12 @@ class Tensor:
     def item(self):
         return self._value
 
+    def to(self, dtype):
+        return Tensor(self._numel, self._value, dtype, self.device)
+
+    def t(self):
+        return self
+
     def __float__(self):
         return builtins.float(self._value)
 
@@ -94,5 +103,6 @@ def empty(*size, dtype=float32, device="cpu"):
 
 from torch import cuda, distributed  # noqa: E402 - they import the names above
 
-__all__ = ["__version__", "version", "cuda", "distributed", "dtype", "float32", "float16", "bfloat16", "float",
+__all__ = ["__version__", "version", "cuda", "distributed", "dtype", "float32", "float16", "bfloat16", "float8_e4m3fn", "uint8", "float",
+           "AcceleratorError",
            "Tensor", "full", "ones", "zeros", "empty"]

@@ -1,0 +1,202 @@
+// vLLM's own CUTLASS kernels for the GB10 (compute capability 12.1): which of them a vLLM build carries in a form that
+// runs there, derived from the TORCH_CUDA_ARCH_LIST and CUDA it was built with and its release's CMake rules. Pure.
+//
+// Why: PyTorch running a kernel (components/images.ts cudaKernelsRunOn) says nothing about vLLM's own CUTLASS kernels.
+// Those are compiled per kernel family for the arch list CMake computes, and for compute capability 12.x that list can
+// be arch-specific (sm_120a), which CUDA runs on exactly 12.0, never on the Spark's 12.1 [cuda-cc in images.ts].
+//
+// Sources (read in the PyPI sdists vllm-X.Y.Z.tar.gz of 0.10.1.1, 0.11.1, 0.14.0, 0.17.1, 0.18.0, 0.19.0, 0.20.0,
+// 0.20.1, 0.31.0 and 0.33.0; every rule below names the releases it was read in):
+//   [supported]  CMakeLists.txt CUDA_SUPPORTED_ARCHS, by CMAKE_CUDA_COMPILER_VERSION: the list the build's CUDA_ARCHS is
+//                first intersected with. 12.1 is in it only in 0.19.0 (both branches) and, from 0.20.0, in the 12.8 branch;
+//                the 13.0 branch has 12.0 alone (vllm-project/vllm#36835: "cuda_archs_loose_intersection drops 12.1").
+//   [cuda-archs] CMakeLists.txt: CUDA_ARCHS = extract_unique_cuda_archs_ascending(torch's -gencode flags) = the X.Y of every
+//                TORCH_CUDA_ARCH_LIST entry (its +PTX dropped), then cuda_archs_loose_intersection(CUDA_SUPPORTED_ARCHS, …).
+//   [loose]      cmake/utils.cmake cuda_archs_loose_intersection(OUT, SRC, TGT): an SRC entry X.Ya/X.Yf is kept as is when
+//                TGT holds X.Y; every other TGT entry takes the highest plain SRC entry <= it of the same major (0.10.x knows
+//                the `a` suffix only). vllm-project/vllm#38126 "[NVIDIA] Fix DGX Spark logic" (in 0.19.0, as
+//                vllm-project/vllm#56548 dates it) added cross-suffix matches, the symmetric handling of a suffixed TGT, and
+//                the "family" fallback: an SRC X.Yf whose X.Y is not in TGT takes the first TGT entry of the same major.
+//                Later changes (0.31.0: exact matches first; 0.33.0: keep a plain arch TGT requests alongside its a/f
+//                variant, the fix vllm-project/vllm#56548 asks for) differ only for TGT entries with a/f suffixes, which a
+//                plain TORCH_CUDA_ARCH_LIST never yields (suffixed lists are not modelled here). Checked: the real function
+//                (cmake -P on each release's utils.cmake) and looseIntersection agree on 1950 cases (15 SRC × 13 TGT lists
+//                × the 10 releases read); tests/unit/vllm-kernels.test.ts keeps a selection with the real outputs.
+//   [gencode]    cmake/utils.cmake set_gencode_flags_for_srcs: "12.0a" → -gencode arch=compute_120a,code=sm_120a (SASS only;
+//                PTX only for an entry with +PTX, which none of these kernel lists has).
+//   [sm120-mm]   CMakeLists.txt, the SM120 CUTLASS FP8 GEMMs (scaled_mm_c3x_sm120.cu, c3x/scaled_mm_sm120_fp8.cu and
+//                c3x/scaled_mm_blockwise_sm120_fp8.cu, one SRCS list: per-tensor/channel and block FP8 alike), built when
+//                CUDA >= 12.8 and the list is not empty, defining ENABLE_SCALED_MM_SM120: 0.10.1.1 "12.0;12.0a";
+//                0.11.1–0.18.0 "12.0f" (CUDA >= 13.0) else "12.0a"; 0.19.0–0.33.0 "12.0f" else "12.0a;12.1a".
+//   [sm120-fp4]  CMakeLists.txt, the SM120 NVFP4 kernels (ENABLE_NVFP4_SM120): the same lists as [sm120-mm] in every
+//                release read. The SM100 NVFP4 list (ENABLE_NVFP4_SM100): 0.10.1.1 "10.0a"; 0.11.1 "10.0f;11.0f;12.0f"
+//                (CUDA >= 13.0) else "10.0a;10.1a;12.0a;12.1a".
+//   [fp4-order]  csrc/quantization/fp4/nvfp4_scaled_mm_entry.cu cutlass_scaled_fp4_mm: 0.10.1.1 and 0.11.1 call the SM100
+//                kernel whenever ENABLE_NVFP4_SM100 is built (`#if … sm100a #elif … sm120a`), whatever the GPU; 0.14.0 on
+//                dispatch by the GPU (`sm >= 120 && sm < 130` → sm120a).
+//   [mm-order]   csrc/quantization/…/scaled_mm_entry.cu cutlass_scaled_mm: SM120 first for `version_num >= 120` when
+//                ENABLE_SCALED_MM_SM120, else down to the c2x kernels, which take int8 only; none left: "No compiled
+//                cutlass_scaled_mm for a compute capability less than CUDA device capability: 121" (every release read).
+//   [on-gb10]    vllm-project/vllm#43367 (GB10, a CUDA 12.9 build): the blockwise FP8 CUTLASS GEMM built for 120a fails with
+//                "Error Internal", built for 121a it runs; vllm-project/vllm#52708 (comments): the 12.0f family build of the
+//                scaled-mm and NVFP4 kernels runs on a real GB10. vllm-project/vllm#38484 (open): add 12.1 to the
+//                published TORCH_CUDA_ARCH_LIST.
+import { compareVersions, parseVersion, Quantization } from "./catalog";
+import { cudaKernelsRunOn } from "./images";
+
+/** The CMake rules of one span of releases, restricted to what decides the SM12x CUTLASS kernels. */
+interface ReleaseRules {
+    /** The releases these rules were read in, oldest first: versions from the first to the last take them. */
+    read: string[];
+    /** CUDA_SUPPORTED_ARCHS for CUDA >= 13.0 and for 12.8 <= CUDA < 13.0 (undefined: no separate 13.0 branch) [supported]. */
+    supported13?: string[];
+    supported128: string[];
+    /** SRC lists of the SM120 CUTLASS kernels, FP8 GEMMs and NVFP4 alike [sm120-mm][sm120-fp4]. */
+    sm120Cuda13?: string[];
+    sm120Cuda128: string[];
+    /** SM100 NVFP4 list, where its kernel is called on any GPU once built [fp4-order]; undefined: dispatch by GPU. */
+    fp4Sm100FirstCuda13?: string[];
+    fp4Sm100FirstCuda128?: string[];
+    /** cuda_archs_loose_intersection's family fallback for X.Yf [loose]. */
+    familyFallback: boolean;
+    /** 0.10.x: cuda_archs_loose_intersection knows the `a` suffix only (`_arch MATCHES "\\a$"`) [loose]. */
+    aSuffixOnly?: boolean;
+}
+
+const SUPPORTED_12_8_OLD = ["7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "12.0"];
+const SUPPORTED_13_0 = ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0"];
+
+/** Release spans, oldest first. Between two spans (a release not read, with rules that changed) nothing is claimed. */
+export const VLLM_KERNEL_RULES: readonly ReleaseRules[] = [
+    {
+        read: ["0.10.1.1"], supported128: SUPPORTED_12_8_OLD,
+        sm120Cuda128: ["12.0", "12.0a"], fp4Sm100FirstCuda128: ["10.0a"], familyFallback: false, aSuffixOnly: true,
+    },
+    {
+        read: ["0.11.1"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"],
+        fp4Sm100FirstCuda13: ["10.0f", "11.0f", "12.0f"], fp4Sm100FirstCuda128: ["10.0a", "10.1a", "12.0a", "12.1a"], familyFallback: false,
+    },
+    {
+        read: ["0.14.0", "0.17.1", "0.18.0"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"], familyFallback: false,
+    },
+    {
+        read: ["0.19.0"], supported13: [...SUPPORTED_13_0, "12.1"], supported128: [...SUPPORTED_12_8_OLD, "12.1"],
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true,
+    },
+    {
+        read: ["0.20.0", "0.20.1", "0.31.0", "0.33.0"], supported13: SUPPORTED_13_0,
+        supported128: ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "10.3", "12.0", "12.1"],
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true,
+    },
+];
+
+/** The rules for a vLLM version, or undefined when no span read covers it. */
+export function rulesFor(vllmVersion: string): ReleaseRules | undefined {
+    if (!parseVersion(vllmVersion)) return undefined;
+    return VLLM_KERNEL_RULES.find(r => compareVersions(vllmVersion, r.read[0]) >= 0 && compareVersions(vllmVersion, r.read[r.read.length - 1]) <= 0);
+}
+
+const ARCH = /^(\d+)\.(\d+)([af]?)$/;
+const archKey = (a: string): [number, number] => { const m = ARCH.exec(a)!; return [Number(m[1]), Number(m[2])]; };
+const lessOrEqual = (a: string, b: string) => { const [x, y] = archKey(a), [u, v] = archKey(b); return x < u || (x === u && y <= v); };
+
+/**
+ * cmake/utils.cmake cuda_archs_loose_intersection for SRC entries X.Y / X.Ya / X.Yf (no +PTX) and plain X.Y TGT
+ * entries, the inputs a plain TORCH_CUDA_ARCH_LIST gives [loose].
+ */
+export function looseIntersection(src: readonly string[], tgt: readonly string[], familyFallback: boolean, aSuffixOnly = false): string[] {
+    let plainSrc = [...new Set(src)];
+    let restTgt = [...tgt];
+    const out: string[] = [];
+    for (const arch of [...plainSrc]) {
+        const m = ARCH.exec(arch);
+        if (!m || !m[3] || (aSuffixOnly && m[3] !== "a")) continue;
+        plainSrc = plainSrc.filter(a => a !== arch);
+        const base = `${m[1]}.${m[2]}`;
+        if (tgt.includes(base)) {
+            restTgt = restTgt.filter(t => t !== base);
+            out.push(arch);
+        } else if (familyFallback && m[3] === "f") {
+            const same = restTgt.find(t => archKey(t)[0] === Number(m[1]));
+            if (same) {
+                restTgt = restTgt.filter(t => t !== same);
+                out.push(same);
+            }
+        }
+    }
+    plainSrc.sort((a, b) => (lessOrEqual(a, b) ? (lessOrEqual(b, a) ? 0 : -1) : 1));
+    for (const t of restTgt) {
+        let pick: string | undefined;
+        for (const s of plainSrc) {
+            if (!lessOrEqual(s, t)) break;
+            if (archKey(s)[0] === archKey(t)[0]) pick = s;
+        }
+        if (pick) out.push(pick);
+    }
+    return [...new Set(out)];
+}
+
+/** CMake's X.Y[a|f] as the SASS target nvcc emits for it [gencode]. */
+export const sassTarget = (arch: string) => `sm_${arch.replace(".", "")}`;
+
+export interface VllmBuild {
+    vllm: string;
+    /** CUDA the kernels were compiled with (CMAKE_CUDA_COMPILER_VERSION), e.g. "12.9.1". */
+    cuda: string;
+    /** TORCH_CUDA_ARCH_LIST of the build, e.g. "8.7 8.9 9.0 10.0+PTX 12.0". */
+    torchCudaArchList: string;
+}
+
+export interface KernelCarry {
+    /** true: the kernel is built for a target that runs on the capability; false: it is not; undefined: not known. */
+    runs: boolean | undefined;
+    /** SASS targets of the kernel in this build ([] when not built). */
+    targets: string[];
+    reason: string;
+}
+
+/** The kernel families the catalog's quantizations rely on, by quantization; the rest use no SM12x CUTLASS kernel of vLLM's. */
+export type KernelQuantization = Extract<Quantization, "fp8" | "nvfp4">;
+export const KERNEL_QUANTIZATIONS: readonly KernelQuantization[] = ["fp8", "nvfp4"];
+
+const cudaAtLeast = (cuda: string, min: string) => compareVersions(cuda, min) >= 0;
+
+/**
+ * Does vLLM's own CUTLASS kernel for `quantization` (FP8: the SM120 scaled_mm and blockwise GEMMs; NVFP4: the FP4
+ * GEMM) run on a GPU of `capability` in this build? [sm120-mm][sm120-fp4][fp4-order]
+ */
+export function vllmKernelRuns(build: VllmBuild, quantization: KernelQuantization, capability = "12.1"): KernelCarry {
+    const rules = rulesFor(build.vllm);
+    if (!rules) return { runs: undefined, targets: [], reason: `vLLM ${build.vllm}'s CMake rules were not read (read: ${VLLM_KERNEL_RULES.flatMap(r => r.read).join(", ")})` };
+    const items = build.torchCudaArchList.trim().split(/[\s;]+/).filter(Boolean);
+    if (items.some(i => !/^\d+\.\d+(\+PTX)?$/i.test(i)))
+        return { runs: undefined, targets: [], reason: `TORCH_CUDA_ARCH_LIST '${build.torchCudaArchList}' has a/f targets, which this model of vLLM's CMake does not cover` };
+    if (!parseVersion(build.cuda) || !cudaAtLeast(build.cuda, "12.8"))
+        return { runs: false, targets: [], reason: `CUDA ${build.cuda} builds no SM12x CUTLASS kernels (vLLM builds them from CUDA 12.8)` };
+    const cuda13 = cudaAtLeast(build.cuda, "13.0") && rules.supported13 !== undefined;
+    const requested = [...new Set(items.map(i => i.replace(/\+PTX$/i, "")))].sort((a, b) => (lessOrEqual(a, b) ? -1 : 1));
+    const loose = (src: readonly string[], tgt: readonly string[]) => looseIntersection(src, tgt, rules.familyFallback, rules.aSuffixOnly);
+    const cudaArchs = loose(cuda13 ? rules.supported13! : rules.supported128, requested);
+    const sm120 = loose(cuda13 ? rules.sm120Cuda13! : rules.sm120Cuda128, cudaArchs);
+    const targets = sm120.map(sassTarget);
+    const kernel = quantization === "fp8" ? "FP8 GEMMs (scaled_mm_sm120, blockwise included)" : "NVFP4 GEMM (nvfp4 sm120)";
+    const built = `vLLM ${build.vllm} built with CUDA ${build.cuda} for '${build.torchCudaArchList}' compiles its SM120 CUTLASS ${kernel}`;
+    if (!targets.length) return { runs: false, targets, reason: `${built.replace(/compiles .*/, "compiles")} no SM120 CUTLASS ${kernel}: no 12.x in its CUDA_ARCHS (${cudaArchs.join(" ")})` };
+    if (quantization === "nvfp4") {
+        const sm100 = cuda13 ? rules.fp4Sm100FirstCuda13 : rules.fp4Sm100FirstCuda128;
+        const sm100Built = sm100 ? loose(sm100, cudaArchs) : [];
+        if (sm100Built.length)
+            return { runs: false, targets, reason: `${built} for ${targets.join(" ")}, but also builds the SM100 one (${sm100Built.map(sassTarget).join(" ")}), which vLLM ${build.vllm} calls on every GPU (cutlass_scaled_fp4_mm: #if ENABLE_NVFP4_SM100 … #elif)` };
+    }
+    const verdict = cudaKernelsRunOn(targets, capability);
+    return verdict.runs
+        ? { runs: true, targets, reason: `${built} for ${targets.join(" ")}: ${verdict.reason}` }
+        : { runs: false, targets, reason: `${built} for ${targets.join(" ")} only, which does not run on ${capability} (an arch-specific sm_XYa target runs on exactly X.Y)` };
+}
+
+/** Every kernel-dependent quantization of the catalog, for one build. */
+export function vllmKernelsFor(build: VllmBuild, capability = "12.1"): Record<KernelQuantization, KernelCarry> {
+    return { fp8: vllmKernelRuns(build, "fp8", capability), nvfp4: vllmKernelRuns(build, "nvfp4", capability) };
+}
