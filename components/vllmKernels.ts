@@ -37,10 +37,30 @@
 //   [mm-order]   csrc/quantization/…/scaled_mm_entry.cu cutlass_scaled_mm: SM120 first for `version_num >= 120` when
 //                ENABLE_SCALED_MM_SM120, else down to the c2x kernels, which take int8 only; none left: "No compiled
 //                cutlass_scaled_mm for a compute capability less than CUDA device capability: 121" (every release read).
-//   [on-gb10]    vllm-project/vllm#43367 (GB10, a CUDA 12.9 build): the blockwise FP8 CUTLASS GEMM built for 120a fails with
-//                "Error Internal", built for 121a it runs; vllm-project/vllm#52708 (comments): the 12.0f family build of the
-//                scaled-mm and NVFP4 kernels runs on a real GB10. vllm-project/vllm#38484 (open): add 12.1 to the
-//                published TORCH_CUDA_ARCH_LIST.
+//   [sm120-guard] The device-side guard each SM120 FP8 GEMM's kernel is wrapped in (csrc/cutlass_extensions/common.hpp):
+//                enable_sm120_only runs the kernel body only where it was compiled with __CUDA_ARCH__ == 1200 and traps
+//                otherwise ("This kernel only supports sm120"); enable_sm120_family for 1200 <= __CUDA_ARCH__ < 1300. A
+//                sm_120a or sm_120f cubin is compiled with 1200, a sm_121a one with 1210. Read per release:
+//                c3x/scaled_mm_blockwise_sm120_fp8_dispatch.cuh (block FP8) enable_sm120_only in 0.10.1.1, 0.11.1, 0.14.0,
+//                enable_sm120_family from 0.17.1; c3x/scaled_mm.cuh and scaled_mm_sm120_fp8_dispatch.cuh (per-tensor/channel
+//                FP8) unguarded in 0.10.1.1–0.14.0, enable_sm120_only in 0.17.1–0.20.1, enable_sm120_family in 0.31.0 and
+//                0.33.0 (vllm-project/vllm#41215). A 12.1 build of the per-tensor kernel traps on the GB10 where it is
+//                enable_sm120_only: eugr/spark-vllm-docker#143 (12.1f build, "This kernel only supports sm120").
+//   [on-gb10]    What real GB10s report (GitHub threads, read through their search excerpts):
+//                vllm-project/vllm#43367 (vLLM 0.21.1rc1 nightly, PyTorch 2.11.0+cu129, CUDA 12.9): the blockwise FP8 GEMM
+//                built for 120a passes can_implement() and fails in run() with "Error Internal" (cutlass_gemm_caller.cuh:61);
+//                rebuilt with TORCH_CUDA_ARCH_LIST=12.1 (sm_121/sm_121a cubins) it runs; VLLM_DISABLED_KERNELS=
+//                CutlassFp8BlockScaledMMKernel makes vLLM pick TritonFp8BlockScaledMMKernel instead.
+//                vllm-project/vllm#40758 (image vllm/vllm-openai:nightly, vLLM 0.19.2rc1.dev134, April 2026) and
+//                vllm-project/vllm#40934 (vLLM 0.18.0 run beside PyTorch 2.10.0+cu130 with a "cuda12-compat" library path
+//                for legacy sonames): cutlass_scaled_mm "Error Internal" on GB10 FP8 models. Both are CUDA 12.9 builds as
+//                far as the threads show: before v0.20.0 the plain `nightly` tag was the CUDA 12.9 build and
+//                `cu130-nightly` the CUDA 13.0 one (vllm-project/vllm#42738: "After v0.20.0, default wheel/docker nightly
+//                version is cu130"), and a vLLM that needs CUDA 12 sonames was compiled with CUDA 12 — so sm_120a, which
+//                these rules already say does not run on 12.1. vllm-project/vllm#52708 (description and comments): the
+//                12.0f family build of the scaled-mm and NVFP4 kernels runs on a real GB10 (a claimed launch failure of
+//                12.0f did not hold up on the hardware). No thread found reports a 12.0f build failing. vllm-project/vllm#38484
+//                (open): add 12.1 to the published TORCH_CUDA_ARCH_LIST.
 import { compareVersions, parseVersion, Quantization } from "./catalog";
 import { cudaKernelsRunOn } from "./images";
 
@@ -61,34 +81,48 @@ interface ReleaseRules {
     familyFallback: boolean;
     /** 0.10.x: cuda_archs_loose_intersection knows the `a` suffix only (`_arch MATCHES "\\a$"`) [loose]. */
     aSuffixOnly?: boolean;
+    /** The SM120 FP8 GEMMs wrapped in enable_sm120_only, which traps in a cubin not compiled for exactly 12.0 [sm120-guard]. */
+    sm120OnlyGuard: { blockFp8: boolean; perTensorFp8: boolean };
 }
 
 const SUPPORTED_12_8_OLD = ["7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "12.0"];
 const SUPPORTED_13_0 = ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0"];
+const SUPPORTED_12_8_020 = ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "10.3", "12.0", "12.1"];
+/** [sm120-guard]: which SM120 FP8 GEMMs trap in a cubin not compiled for exactly 12.0. */
+const OLD_GUARD = { blockFp8: true, perTensorFp8: false };
+const NEW_GUARD = { blockFp8: false, perTensorFp8: true };
+const FAMILY_GUARDS = { blockFp8: false, perTensorFp8: false };
 
 /** Release spans, oldest first. Between two spans (a release not read, with rules that changed) nothing is claimed. */
 export const VLLM_KERNEL_RULES: readonly ReleaseRules[] = [
     {
         read: ["0.10.1.1"], supported128: SUPPORTED_12_8_OLD,
-        sm120Cuda128: ["12.0", "12.0a"], fp4Sm100FirstCuda128: ["10.0a"], familyFallback: false, aSuffixOnly: true,
+        sm120Cuda128: ["12.0", "12.0a"], fp4Sm100FirstCuda128: ["10.0a"], familyFallback: false, aSuffixOnly: true, sm120OnlyGuard: OLD_GUARD,
     },
     {
         read: ["0.11.1"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
         sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"],
-        fp4Sm100FirstCuda13: ["10.0f", "11.0f", "12.0f"], fp4Sm100FirstCuda128: ["10.0a", "10.1a", "12.0a", "12.1a"], familyFallback: false,
+        fp4Sm100FirstCuda13: ["10.0f", "11.0f", "12.0f"], fp4Sm100FirstCuda128: ["10.0a", "10.1a", "12.0a", "12.1a"], familyFallback: false, sm120OnlyGuard: OLD_GUARD,
     },
     {
-        read: ["0.14.0", "0.17.1", "0.18.0"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
-        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"], familyFallback: false,
+        read: ["0.14.0"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"], familyFallback: false, sm120OnlyGuard: OLD_GUARD,
+    },
+    {
+        read: ["0.17.1", "0.18.0"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_OLD,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a"], familyFallback: false, sm120OnlyGuard: NEW_GUARD,
     },
     {
         read: ["0.19.0"], supported13: [...SUPPORTED_13_0, "12.1"], supported128: [...SUPPORTED_12_8_OLD, "12.1"],
-        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true, sm120OnlyGuard: NEW_GUARD,
     },
     {
-        read: ["0.20.0", "0.20.1", "0.31.0", "0.33.0"], supported13: SUPPORTED_13_0,
-        supported128: ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "10.3", "12.0", "12.1"],
-        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true,
+        read: ["0.20.0", "0.20.1"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_020,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true, sm120OnlyGuard: NEW_GUARD,
+    },
+    {
+        read: ["0.31.0", "0.33.0"], supported13: SUPPORTED_13_0, supported128: SUPPORTED_12_8_020,
+        sm120Cuda13: ["12.0f"], sm120Cuda128: ["12.0a", "12.1a"], familyFallback: true, sm120OnlyGuard: FAMILY_GUARDS,
     },
 ];
 
@@ -191,10 +225,20 @@ export function vllmKernelRuns(build: VllmBuild, quantization: KernelQuantizatio
             return { runs: false, targets, reason: `${built} for ${targets.join(" ")}, but also builds the SM100 one (${sm100Built.map(sassTarget).join(" ")}), which vLLM ${build.vllm} calls on every GPU (cutlass_scaled_fp4_mm: #if ENABLE_NVFP4_SM100 … #elif)` };
     }
     const verdict = cudaKernelsRunOn(targets, capability);
-    return verdict.runs
-        ? { runs: true, targets, reason: `${built} for ${targets.join(" ")}: ${verdict.reason}` }
-        : { runs: false, targets, reason: `${built} for ${targets.join(" ")} only, which does not run on ${capability} (an arch-specific sm_XYa target runs on exactly X.Y)` };
+    if (!verdict.runs)
+        return { runs: false, targets, reason: `${built} for ${targets.join(" ")} only, which does not run on ${capability} (an arch-specific sm_XYa target runs on exactly X.Y; on a GB10 a 120a build fails with "Error Internal", vllm-project/vllm#43367)` };
+    const runs = `${built} for ${targets.join(" ")}: ${verdict.reason}`;
+    if (quantization !== "fp8" || !verdict.target || compiledForExactly120(verdict.target)) return { runs: true, targets, reason: runs };
+    const traps = `a ${verdict.target} cubin is compiled with __CUDA_ARCH__ != 1200, and vLLM ${build.vllm} wraps its SM120`;
+    if (rules.sm120OnlyGuard.blockFp8)
+        return { runs: false, targets, reason: `${runs}, but ${traps} block FP8 GEMM in enable_sm120_only, which traps there ("This kernel only supports sm120")` };
+    return rules.sm120OnlyGuard.perTensorFp8
+        ? { runs: true, targets, reason: `${runs}; block FP8 runs, but ${traps} per-tensor FP8 GEMM in enable_sm120_only, which traps there (eugr/spark-vllm-docker#143, fixed by vllm-project/vllm#41215)` }
+        : { runs: true, targets, reason: runs };
 }
+
+/** Whether the SASS target nvcc compiled with __CUDA_ARCH__ == 1200 (sm_120, sm_120a, sm_120f) [sm120-guard]. */
+const compiledForExactly120 = (sassTarget: string) => /^sm_120[af]?$/.test(sassTarget);
 
 /** Every kernel-dependent quantization of the catalog, for one build. */
 export function vllmKernelsFor(build: VllmBuild, capability = "12.1"): Record<KernelQuantization, KernelCarry> {

@@ -27,10 +27,11 @@ test("looseIntersection gives what vLLM's cmake/utils.cmake cuda_archs_loose_int
 });
 
 test("rules exist only for the releases read and the spans between releases with the same rules", () => {
-    assert.deepEqual(rulesFor("0.17.1")?.read, ["0.14.0", "0.17.1", "0.18.0"]);
-    assert.deepEqual(rulesFor("0.16.0")?.read, ["0.14.0", "0.17.1", "0.18.0"], "between two reads with equal rules");
-    assert.deepEqual(rulesFor("0.25.0")?.read, ["0.20.0", "0.20.1", "0.31.0", "0.33.0"]);
-    for (const unread of ["0.12.0", "0.18.1", "0.19.1", "0.34.0", "0.9.2", "nightly"]) assert.equal(rulesFor(unread), undefined, unread);
+    assert.deepEqual(rulesFor("0.17.1")?.read, ["0.17.1", "0.18.0"]);
+    assert.deepEqual(rulesFor("0.17.5")?.read, ["0.17.1", "0.18.0"], "between two reads with equal rules");
+    assert.deepEqual(rulesFor("0.32.0")?.read, ["0.31.0", "0.33.0"]);
+    // the FP8 guards changed between 0.14.0 and 0.17.1 and between 0.20.1 and 0.31.0 [sm120-guard]: no claim in between
+    for (const unread of ["0.12.0", "0.16.0", "0.18.1", "0.19.1", "0.25.0", "0.34.0", "0.9.2", "nightly"]) assert.equal(rulesFor(unread), undefined, unread);
     assert.match(vllmKernelRuns({ vllm: "0.19.1", cuda: "12.9.1", torchCudaArchList: "12.0" }, "fp8").reason, /CMake rules were not read/);
 });
 
@@ -56,6 +57,27 @@ test("NVFP4: 0.10.x and 0.11.x call the SM100 kernel whenever it is built; later
     assert.equal(vllmKernelRuns({ vllm: "0.11.1", cuda: "13.0.2", torchCudaArchList: "9.0 10.0 12.0" }, "fp8").runs, true, "FP8 dispatches by GPU");
     assert.equal(vllmKernelRuns({ vllm: "0.10.1.1", cuda: "12.8", torchCudaArchList: "9.0 12.0" }, "nvfp4").runs, false, "sm_120a");
     assert.equal(vllmKernelRuns({ vllm: "0.14.0", cuda: "13.0.2", torchCudaArchList: "9.0 10.0 12.0" }, "nvfp4").runs, true);
+});
+
+test("a native 12.1 target: block FP8 runs where its kernel is family-guarded; the per-tensor kernel traps where it is enable_sm120_only", () => {
+    // CUDA 12.9 with 12.1 requested: SRC "12.0a;12.1a" gives sm_121a, the cubin the GB10 loads (vllm-project/vllm#43367's rebuild)
+    const build = (vllm: string) => vllmKernelRuns({ vllm, cuda: "12.9.1", torchCudaArchList: "9.0 12.0 12.1" }, "fp8");
+    for (const v of ["0.19.0", "0.20.0", "0.20.1"]) {
+        const k = build(v);
+        assert.deepEqual([k.runs, k.targets], [true, ["sm_120a", "sm_121a"]], v);
+        assert.match(k.reason, /block FP8 runs, but a sm_121a cubin .* per-tensor FP8 GEMM in enable_sm120_only, which traps there \(eugr\/spark-vllm-docker#143/, v);
+    }
+    const fixed = build("0.33.0");
+    assert.equal(fixed.runs, true);
+    assert.doesNotMatch(fixed.reason, /traps/, "0.31.0 and later wrap both in enable_sm120_family (vllm-project/vllm#41215)");
+    // a sm_120f or sm_120a cubin is compiled for exactly 12.0: no guard applies, whatever the release
+    assert.doesNotMatch(vllmKernelRuns({ vllm: "0.20.0", cuda: "13.0.2", torchCudaArchList: "9.0 12.0 12.1" }, "fp8").reason, /traps/);
+    // 0.19.0's family fallback turns "12.0f" into a plain 12.1 target when 12.0 is not requested
+    const only121 = vllmKernelRuns({ vllm: "0.19.0", cuda: "13.0.1", torchCudaArchList: "12.1" }, "fp8");
+    assert.deepEqual([only121.runs, only121.targets], [true, ["sm_121"]]);
+    assert.match(only121.reason, /per-tensor FP8 GEMM in enable_sm120_only/);
+    // NVFP4 has no such guard in the files read
+    assert.doesNotMatch(vllmKernelRuns({ vllm: "0.20.0", cuda: "12.9.1", torchCudaArchList: "9.0 12.0 12.1" }, "nvfp4").reason, /traps/);
 });
 
 test("builds the model does not cover say so instead of guessing", () => {
@@ -89,6 +111,12 @@ test("quantizationKernelProblem: a warning naming the model, the image, the kern
     assert.deepEqual([p.kind, p.severity], ["quantization-kernel", "warning"]);
     for (const part of ["Qwen/Qwen3.5-122B-A10B-FP8 is fp8", "vllm/vllm-openai:v0.17.1", "sm_120a only", "does not run on 12.1", "vllm/vllm-openai:v0.17.1-cu130", "another quantization"])
         assert.ok(p.message.includes(part), part);
+    for (const part of ["a vLLM built for 12.1 itself", "TORCH_CUDA_ARCH_LIST=12.1a", "eugr/spark-vllm-docker", "nvcr.io/nvidia/vllm", "(BF16)",
+        "VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel", "spark-vllm has no setting for", "vllm-project/vllm#43367"])
+        assert.ok(p.message.includes(part), part);
+    const fp4 = quantizationKernelProblem(v0171, "nvfp4", "m")!;
+    assert.ok(fp4.message.includes("a vLLM built for 12.1 itself"));
+    assert.ok(!fp4.message.includes("VLLM_DISABLED_KERNELS"), "the Triton switch is about block FP8 only");
     assert.equal(quantizationKernelProblem(lookupImage("vllm/vllm-openai:v0.33.0")!, "fp8", "m"), undefined);
     for (const q of ["bf16", "mxfp4", "int4-gptq", "int4-autoround"] as const) assert.equal(quantizationKernelProblem(v0171, q, "m"), undefined, q);
     assert.equal(quantizationKernelProblem(lookupImage("nvcr.io/nvidia/vllm:26.05-py3")!, "nvfp4", "m"), undefined, "unknown build: no claim");
