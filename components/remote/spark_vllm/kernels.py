@@ -66,8 +66,17 @@ def kernel_verdict(model, method, scheme, vllm_version, capability, answers, ima
     Returns (problem or None, [warnings])."""
     cap_int = int(capability.replace(".", ""))
     known = " (known to carry it: %s)" % ", ".join(images_carrying) if images_carrying else ""
-    fix = ("Use an image whose vLLM carries the kernel for %s on compute capability %s%s, or a checkpoint of another "
-           "quantization" % (scheme, capability, known))
+    # Remedies that exist (cited in components/imageKernels.ts NATIVE_12_1_BUILDS / FP8_TRITON_FALLBACK): a vLLM built for
+    # 12.1 itself (eugr/spark-vllm-docker's Dockerfile: TORCH_CUDA_ARCH_LIST=12.1a on CUDA 13.0), NVIDIA's nvcr.io/nvidia/vllm
+    # images (NVIDIA/dgx-spark-playbooks nvidia/vllm), or another quantization. VLLM_DISABLED_KERNELS is vLLM's own switch (vllm-project/vllm#43367),
+    # which spark-vllm does not set: said as a fact, not a step.
+    fix = ("Use an image whose vLLM carries the kernel for %s on compute capability %s%s, a vLLM built for %s itself "
+           "(eugr/spark-vllm-docker builds it with TORCH_CUDA_ARCH_LIST=12.1a on CUDA 13.0) or NVIDIA's nvcr.io/nvidia/vllm "
+           "images, which NVIDIA's DGX Spark playbook runs, or a checkpoint of another quantization (BF16)"
+           % (scheme, capability, known, capability))
+    if scheme == "fp8-block":
+        fix += ("; vLLM itself (0.20.0 and later) skips that kernel under VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel "
+                "and uses its Triton kernel (vllm-project/vllm#43367), which spark-vllm has no setting for")
     min_cap = answers.get("minCapability")
     if min_cap is not None and cap_int < min_cap:
         return ("%s is quantized with %s, which vLLM %s in this image refuses on this GPU: minimum capability %d, this GPU "

@@ -53,6 +53,16 @@ class KernelVerdict(unittest.TestCase):
                      "CUTLASS FP8 GEMM", "compute capability 12.1", "Error Internal", "first forward pass",
                      "known to carry it: vllm/vllm-openai:v0.33.0", "a checkpoint of another quantization"):
             self.assertIn(part, problem)
+        # remedies that exist: a 12.1-native build, BF16, and vLLM's own switch said as a fact spark-vllm cannot set
+        for part in ("a vLLM built for 12.1 itself", "TORCH_CUDA_ARCH_LIST=12.1a", "eugr/spark-vllm-docker", "nvcr.io/nvidia/vllm",
+                     "(BF16)", "VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel", "0.20.0 and later", "spark-vllm has no setting for"):
+            self.assertIn(part, problem)
+
+    def test_the_triton_switch_is_named_for_block_fp8_only(self):
+        run = {"kernel": "NVFP4 quantization kernel", "error": NO_IMAGE}
+        problem, _ = self.verdict("nvfp4", {"supportsFp4": True, "kernelRun": run}, method="modelopt_fp4")
+        self.assertIn("a vLLM built for 12.1 itself", problem)
+        self.assertNotIn("VLLM_DISABLED_KERNELS", problem, "the switch is about the block-FP8 kernel class")
 
     def test_a_kernel_that_runs_or_was_not_run_passes(self):
         self.assertEqual(self.verdict("fp8-block", {"supportsBlockFp8": True, "kernelRun": {"kernel": "k", "error": None}}), (None, []))
