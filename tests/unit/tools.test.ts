@@ -138,7 +138,7 @@ test("compat: the block-FP8 sim model on a vLLM whose SM120 FP8 kernels are sm_1
     };
     const cu129 = runTools("compat", { ...compatArgs(), backend: "mp" }, { VLLM_SIM_RELEASE: kernelsFile("cu129", { cuda: "12.9.1", scaled_mm_sm120: ["sm_120a"], nvfp4_sm120: ["sm_120a"] }) });
     assert.equal(cu129.status, 1);
-    assert.match(cu129.stderr, /Qwen\/Qwen3\.5-122B-A10B-FP8 is fp8-block \(quant_method fp8\)\. vLLM 0\.17\.1 in this image answers cutlass_scaled_mm_supports_block_fp8\(121\) = True and uses its own CUTLASS FP8 GEMM \(vllm\._custom_ops\.cutlass_scaled_mm\), which fails on this GPU \(compute capability 12\.1\): RuntimeError: Error Internal\./);
+    assert.match(cu129.stderr, /Qwen\/Qwen3\.5-122B-A10B-FP8 is fp8-block \(quant_method fp8\)\. vLLM 0\.17\.1 in this image answers cutlass_scaled_mm_supports_block_fp8\(121\) = True and uses its own CUTLASS block FP8 GEMM \(vllm\._custom_ops\.cutlass_scaled_mm, block scales\), which fails on this GPU \(compute capability 12\.1\): RuntimeError: Error Internal\./);
     assert.match(cu129.stderr, /known to carry it: vllm\/vllm-openai:v0\.33\.0, .*vllm\/vllm-openai:v0\.17\.1-cu130/);
     const cu130 = runTools("compat", { ...compatArgs(), backend: "mp" }, { VLLM_SIM_RELEASE: kernelsFile("cu130", { cuda: "13.0.1", scaled_mm_sm120: ["sm_120f"], nvfp4_sm120: ["sm_120f"] }) });
     assert.equal(cu130.status, 0, cu130.stderr);

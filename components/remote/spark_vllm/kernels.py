@@ -131,7 +131,10 @@ def ask_vllm(torch, capability, method, scheme):
         answers["flashinfer"] = bool(has_flashinfer())
     except Exception:  # noqa: BLE001
         answers["flashinfer"] = None
-    if scheme in ("fp8", "fp8-block") and answers.get("supportsBlockFp8" if scheme == "fp8-block" else "supportsFp8"):
+    if scheme == "fp8-block" and answers.get("supportsBlockFp8"):
+        answers["kernelRun"] = run_kernel(torch, "CUTLASS block FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm, block scales)",
+                                          lambda: fp8_block_gemm(torch, ops))
+    elif scheme == "fp8" and answers.get("supportsFp8"):
         answers["kernelRun"] = run_kernel(torch, "CUTLASS FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm)", lambda: fp8_gemm(torch, ops))
     elif scheme == "nvfp4" and hasattr(ops, "scaled_fp4_quant"):
         answers["kernelRun"] = run_kernel(torch, "NVFP4 quantization kernel (vllm._custom_ops.scaled_fp4_quant)", lambda: fp4_quant(torch, ops))
@@ -141,13 +144,26 @@ def ask_vllm(torch, capability, method, scheme):
 def fp8_gemm(torch, ops):
     """One 16×128×128 FP8 GEMM, B column-major as cutlass_scaled_mm requires (scaled_mm_entry.cu conformality checks:
     a.stride(1) == 1, b.stride(0) == 1, b.stride(1) % 16 == 0; its Python wrapper sends B with a dimension not a multiple
-    of 16 to Triton instead); per-tensor scales. The SM120 blockwise kernel is built from the same arch list
-    (CMakeLists.txt SRCS). Measured with real PyTorch 2.11.0+cu130 on an H200: a is float8_e4m3fn (16, 128) stride
+    of 16 to Triton instead); per-tensor scales. Measured with real PyTorch 2.11.0+cu130 on an H200: a is float8_e4m3fn (16, 128) stride
     (128, 1), b float8_e4m3fn (128, 128) stride (1, 128), and torch._scaled_mm of the two gives 128.0 everywhere."""
     a = torch.ones(16, 128, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn)
     b = torch.ones(128, 128, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn).t()
     scale = torch.ones(1, dtype=torch.float32, device="cuda")
     return ops.cutlass_scaled_mm(a, b, scale, scale, torch.bfloat16)
+
+
+def fp8_block_gemm(torch, ops):
+    """The block-scaled FP8 GEMM vLLM runs for a block-FP8 checkpoint, as vllm-project/vllm#43367's reproducer calls it on a
+    GB10 (fails with "Error Internal" in a 120a build, passes in a 12.1 one): m, n, k = 1, 16384, 5120, B transposed,
+    scale_a (m, k/128), scale_b (k/128, n/128). It is not the per-tensor kernel's twin: the two are wrapped in different
+    device guards (components/vllmKernels.ts [sm120-guard]), and scaled_mm_helper.hpp dispatches to the blockwise one only
+    when the scales are neither per-tensor nor per-token/channel (numel 1, m or n), which these are."""
+    m, n, k = 1, 16384, 5120
+    a = torch.ones(m, k, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.ones(n, k, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn).t()
+    scale_a = torch.ones(m, k // 128, dtype=torch.float32, device="cuda")
+    scale_b = torch.ones(k // 128, n // 128, dtype=torch.float32, device="cuda")
+    return ops.cutlass_scaled_mm(a, b, scale_a, scale_b, torch.bfloat16)
 
 
 def fp4_quant(torch, ops):

@@ -204,7 +204,7 @@ class Compat(unittest.TestCase):
         self.assertEqual(len(err), 1)
         self.assertTrue(err[0].startswith(
             "Qwen/Qwen3.5-122B-A10B-FP8 is fp8-block (quant_method fp8). vLLM 0.17.1 in this image answers "
-            "cutlass_scaled_mm_supports_block_fp8(121) = True and uses its own CUTLASS FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm), "
+            "cutlass_scaled_mm_supports_block_fp8(121) = True and uses its own CUTLASS block FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm, block scales), "
             "which fails on this GPU (compute capability 12.1): RuntimeError: Error Internal. The model would fail at its first "
             "forward pass, after loading. Use an image whose vLLM carries the kernel for fp8-block on compute capability 12.1 "
             "(known to carry it: vllm/vllm-openai:v0.33.0"), err[0])

@@ -167,7 +167,22 @@ class AskVllm(unittest.TestCase):
         self.assertIn(("cutlass_scaled_mm", "bf16"), calls)
         self.assertEqual((answers["minCapability"], answers["supportsBlockFp8"], answers["flashinfer"]), (75, True, None))
         self.assertEqual(answers["kernelRun"]["error"], "RuntimeError: Error Internal")
-        self.assertIn(("ones", (128, 128), "bf16", "cuda"), log, "B is 128×128 FP8 (cutlass_scaled_mm needs 16-aligned B)")
+        # block FP8 runs the block-scaled GEMM as vllm-project/vllm#43367's GB10 reproducer does: scales (m, k/128), (k/128, n/128)
+        for shape in ((1, 5120), (16384, 5120)):
+            self.assertIn(("ones", shape, "bf16", "cuda"), log, shape)
+        for shape in ((1, 40), (40, 128)):
+            self.assertIn(("ones", shape, "f32", "cuda"), log, shape)
+        self.assertIn("block scales", answers["kernelRun"]["kernel"])
+        # per-tensor FP8 runs the per-tensor GEMM: B 128×128 (cutlass_scaled_mm needs 16-aligned B), scales of one element
+        log = []
+        mods, calls = fake_vllm_ops()
+        with mock.patch.dict(sys.modules, mods):
+            answers = ask_vllm(fake_torch(log), "12.1", "fp8", "fp8")
+        self.assertIn(("cutlass_scaled_mm_supports_fp8", 121), calls)
+        self.assertIn(("ones", (128, 128), "bf16", "cuda"), log)
+        self.assertIn(("ones", (1,), "f32", "cuda"), log)
+        self.assertNotIn(("ones", (16384, 5120), "bf16", "cuda"), log)
+        self.assertEqual(answers["kernelRun"], {"kernel": "CUTLASS FP8 GEMM (vllm._custom_ops.cutlass_scaled_mm)", "error": None})
         # vLLM answers no: it picks Triton, so its CUTLASS kernel is not run
         mods, calls = fake_vllm_ops(supports_block=False)
         with mock.patch.dict(sys.modules, mods):

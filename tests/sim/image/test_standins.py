@@ -633,6 +633,28 @@ class VllmOpsStandIn(unittest.TestCase):
         self.assertEqual((supports_fp8, supports_block), (True, False), "block FP8 needs CUDA 12.8 on capability >= 100")
         self.assertTrue(error.startswith("RuntimeError: Expected a.dtype() == torch::kInt8 to be true, but got false."), error)
 
+    BLOCK_GEMM = ("sa = torch.ones(1, 40, dtype=torch.float32, device='cuda')\nsb = torch.ones(40, 128, dtype=torch.float32, device='cuda')\n"
+                  "print(json.dumps([run(lambda: ops.cutlass_scaled_mm(a, b, s, s, torch.bfloat16)), run(lambda: ops.cutlass_scaled_mm(a, b, sa, sb, torch.bfloat16))]))")
+
+    def test_a_build_for_12_0_only_fails_both_fp8_gemms_with_error_internal_as_on_a_real_gb10(self):
+        # vllm-project/vllm#43367: the 120a build fails in run() with "Error Internal" on a GB10
+        for targets in (["sm_120a"], ["sm_100a", "sm_120a"]):
+            self.assertEqual(self.ops({"version": "0.20.0", "vllm_kernels": {"cuda": "12.9.1", "scaled_mm_sm120": targets}}, self.BLOCK_GEMM),
+                             ["RuntimeError: Error Internal"] * 2, targets)
+
+    def test_a_12_1_cubin_traps_the_fp8_gemm_its_release_wraps_in_enable_sm120_only(self):
+        trap = "AcceleratorError: CUDA error: unspecified launch failure"
+        native = {"cuda": "12.9.1", "scaled_mm_sm120": ["sm_120a", "sm_121a"]}
+        per_tensor, block = self.ops({"version": "0.20.0", "vllm_kernels": native}, self.BLOCK_GEMM)
+        self.assertTrue(per_tensor.startswith(trap), per_tensor)
+        self.assertIsNone(block, "the block GEMM is enable_sm120_family from 0.17.1")
+        self.assertEqual(self.ops({"version": "0.33.0", "vllm_kernels": native}, self.BLOCK_GEMM), [None, None], "vllm-project/vllm#41215")
+        per_tensor, block = self.ops({"version": "0.14.0", "vllm_kernels": native}, self.BLOCK_GEMM)
+        self.assertIsNone(per_tensor)
+        self.assertTrue(block.startswith(trap), block)
+        # a sm_120f cubin is compiled for 12.0: no guard traps, whatever the release
+        self.assertEqual(self.ops({"version": "0.20.0", "vllm_kernels": {"cuda": "13.0.2", "scaled_mm_sm120": ["sm_120f"]}}, self.BLOCK_GEMM), [None, None])
+
     def test_the_fp4_query_checks_the_build_from_0_20_and_the_quantization_kernel_needs_a_target_that_runs(self):
         built_120a = {"cuda": "12.9.1", "nvfp4_sm120": ["sm_120a"], "nvfp4_sm100": ["sm_100a"]}
         supports, error = self.ops({"version": "0.17.1", "vllm_kernels": built_120a}, self.FP4)
