@@ -488,17 +488,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         required: false,
         default: false,
         example: false,
-        description: "`true`: the image is a CPU build of vLLM on one x86_64 test machine. The plan then skips what needs a GPU: the memory gate and the memory check after the load (a CPU vLLM sizes its KV cache from `cpuKvCacheGiB`, not from GPU memory), and the compatibility check's CUDA part (kernels for the GPU, a first CUDA kernel); `plan` lists the skips and `up` warns. Refused with more than one host, a `linux/arm64` host (every Spark, and the default), RDMA HCAs, or a known GPU image.",
-    },
-    {
-        path: "testBed.cpuKvCacheGiB",
-        type: "integer",
-        required: false,
-        default: 1,
-        min: 1,
-        max: 64,
-        example: 1,
-        description: "With `cpuVllm`: the KV cache a CPU vLLM allocates, in GiB (`VLLM_CPU_KVCACHE_SPACE` in the container; vLLM's default is 4). Ignored otherwise.",
+        description: "`true`: the image is a CPU build of vLLM on one x86_64 test machine. The plan then skips what needs a GPU: the memory gate and the memory check after the load (a CPU vLLM takes its KV cache from the machine's memory, sized by `--kv-cache-memory-bytes` in `vllm.extraArgs`, which is then required), and the compatibility check's CUDA part (kernels for the GPU, a first CUDA kernel); `plan` lists the skips and `up` warns. Refused with more than one host, a `linux/arm64` host (every Spark, and the default), RDMA HCAs, or a known GPU image.",
     },
     {
         path: "logDir",

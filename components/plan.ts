@@ -167,9 +167,6 @@ export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, 
     );
     // Ray token authentication for every Ray process in the container; a Ray older than 2.52 ignores it (rayAuth.ts).
     if (spec.vllm.backend === "ray") env.push(...rayAuthEnv());
-    // A CPU vLLM sizes its KV cache from this, in GiB, not from GPU memory (VLLM_CPU_KVCACHE_SPACE, vllm/envs.py;
-    // read by vllm/platforms/cpu.py check_and_update_config).
-    if (spec.testBed?.cpuVllm) env.push(["VLLM_CPU_KVCACHE_SPACE", String(spec.testBed.cpuKvCacheGiB)]);
     return env;
 }
 
@@ -628,7 +625,7 @@ function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
 export function cpuVllmSkips(spec: ClusterSpec): Array<{ step: string; why: string }> {
     if (!spec.testBed?.cpuVllm) return [];
     return [
-        { step: "memory gate", why: "no GPU memory to flush or read: a CPU vLLM takes its KV cache from testBed.cpuKvCacheGiB (VLLM_CPU_KVCACHE_SPACE)" },
+        { step: "memory gate", why: "no GPU memory to flush or read: a CPU vLLM takes the KV cache vllm.extraArgs' --kv-cache-memory-bytes sets from the machine's memory" },
         { step: "memory after load", why: "CUDA's free memory does not exist on a CPU" },
         { step: "compat's CUDA checks", why: "no CUDA device: the image's kernels for the GPU and a first CUDA kernel are not run (vLLM's version, the architecture and the model's config are still checked)" },
         { step: "fabric check", why: "one host: there is no fabric between hosts to prove" },

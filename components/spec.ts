@@ -160,8 +160,6 @@ export interface ClusterSpec {
  */
 export interface TestBedSpec {
     cpuVllm: boolean;
-    /** VLLM_CPU_KVCACHE_SPACE in GiB: the KV cache a CPU vLLM allocates (vllm/envs.py). */
-    cpuKvCacheGiB: number;
 }
 
 /** The endpoint: the reverse proxy that publishes vLLM (which listens on loopback only) and guards it with the key. */
@@ -1067,7 +1065,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const servingDropWarnPercent = r.integer(probes, "servingDropWarnPercent", "probes", 1, 100, 20);
 
     const endpoint = parseEndpoint(r, root.endpoint, root, given);
-    const testBed = parseTestBed(r, root.testBed, parsedHosts, image);
+    const testBed = parseTestBed(r, root.testBed, parsedHosts, image, extraArgs ?? []);
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
@@ -1101,11 +1099,10 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
  * has (two or more hosts, a linux/arm64 host: every DGX Spark is aarch64, HCAs, a known GPU image), so a real stack
  * cannot skip its memory gate and GPU checks by accident.
  */
-function parseTestBed(r: Reader, value: unknown, hosts: ParsedHost[], image: ImageRef | undefined): TestBedSpec {
+function parseTestBed(r: Reader, value: unknown, hosts: ParsedHost[], image: ImageRef | undefined, extraArgs: readonly string[]): TestBedSpec {
     const obj = r.object(value, "testBed", false) ?? {};
-    r.unknownKeys(obj, "testBed", ["cpuVllm", "cpuKvCacheGiB"]);
+    r.unknownKeys(obj, "testBed", ["cpuVllm"]);
     const cpuVllm = r.boolean(obj, "cpuVllm", "testBed", false);
-    const cpuKvCacheGiB = r.integer(obj, "cpuKvCacheGiB", "testBed", 1, 64, 1) ?? 1;
     if (cpuVllm) {
         const fix = "testBed.cpuVllm is only for spark-vllm's own CPU-vLLM test bed (one x86_64 machine); remove spark-vllm:testBed";
         if (hosts.length !== 1)
@@ -1118,8 +1115,12 @@ function parseTestBed(r: Reader, value: unknown, hosts: ParsedHost[], image: Ima
                 r.problem("testBed.cpuVllm", `hosts[${h.index}].fabric.hcas lists RDMA HCAs, which only a GPU cluster uses; ${fix}`);
         const known = image && lookupImage(image.reference);
         if (known) r.problem("testBed.cpuVllm", `the image ${image!.reference} is a known GPU image (components/images.ts); ${fix}`);
+        // Without an explicit KV cache size a CPU vLLM reserves gpuMemoryUtilization x the machine's memory and refuses to
+        // start when less is available (vllm-cpu 0.32.0 vllm/v1/worker/cpu_worker.py, CPUWorker.__init__).
+        if (!extraArgs.some(a => a === "--kv-cache-memory-bytes" || a.startsWith("--kv-cache-memory-bytes=")))
+            r.problem("vllm.extraArgs", `testBed.cpuVllm needs --kv-cache-memory-bytes (e.g. "--kv-cache-memory-bytes", "1G"): a CPU vLLM otherwise reserves vllm.gpuMemoryUtilization of the whole machine's memory for itself`);
     }
-    return { cpuVllm, cpuKvCacheGiB };
+    return { cpuVllm };
 }
 
 /** `spark-vllm:endpoint`: the proxy's image (pinned by digest) and TLS; "given" needs both certificate secrets. */

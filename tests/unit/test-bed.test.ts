@@ -12,26 +12,25 @@ function cpuBed(): Record<string, any> {
     const raw = rawConfig(1);
     raw.hosts[0].platform = "linux/amd64";
     raw.hosts[0].fabric.hcas = [];
-    raw.testBed = { cpuVllm: true, cpuKvCacheGiB: 2 };
+    raw.testBed = { cpuVllm: true };
+    raw.vllm.extraArgs = ["--kv-cache-memory-bytes", "1G"];
     return raw;
 }
 
-test("off by default: no skips, no VLLM_CPU_KVCACHE_SPACE, the memory gate and compat's GPU checks run", () => {
+test("off by default: no skips, the memory gate and compat's GPU checks run", () => {
     const spec = parseSpec(rawConfig(2));
-    assert.deepEqual(spec.testBed, { cpuVllm: false, cpuKvCacheGiB: 1 });
+    assert.deepEqual(spec.testBed, { cpuVllm: false });
     const plan = planCluster(spec);
     assert.deepEqual(cpuVllmSkips(spec), []);
-    assert.ok(plan.hosts.every(h => !h.container.env.some(([k]) => k === "VLLM_CPU_KVCACHE_SPACE")));
     assert.match(plan.hosts[0].memoryGate.create, /memory-check/);
     assert.match(plan.hosts[0].memoryAfterLoad.create, /memory-after-load/);
     assert.doesNotMatch(plan.compat.create, /"device"/);
 });
 
-test("cpuVllm: the GPU steps are skipped, visibly, and the KV cache size reaches the container", () => {
+test("cpuVllm: the GPU steps are skipped, visibly; the launch, probe and serving proof are the real ones", () => {
     const spec = parseSpec(cpuBed());
     const plan = planCluster(spec);
     const head = plan.hosts[0];
-    assert.deepEqual(head.container.env.find(([k]) => k === "VLLM_CPU_KVCACHE_SPACE"), ["VLLM_CPU_KVCACHE_SPACE", "2"]);
     for (const skipped of [head.memoryGate, head.memoryAfterLoad]) {
         assert.doesNotMatch(skipped.create, /memory-check|memory-after-load|flush-page-cache/);
         assert.match(skipped.create, /skipped \(spark-vllm:testBed\.cpuVllm\)/);
@@ -41,12 +40,13 @@ test("cpuVllm: the GPU steps are skipped, visibly, and the KV cache size reaches
     assert.equal(head.fabricRank, undefined);
     // The real launch path is unchanged: vllm serve through the key guard, the endpoint probe, the serving proof.
     assert.match(plan.vllmLaunch.create, /vllm serve/);
+    assert.deepEqual(plan.vllmServeArgv.slice(-2), ["--kv-cache-memory-bytes", "1G"]);
     assert.ok(plan.servingProof);
     const report = planReport(plan, "cpu");
     assert.deepEqual(report.skipped.map(s => s.step), ["memory gate", "memory after load", "compat's CUDA checks", "fabric check"]);
 });
 
-test("cpuVllm is refused with two hosts, the Spark's platform (the default), HCAs or a known GPU image, naming the key", () => {
+test("cpuVllm is refused with two hosts, the Spark's platform (the default), HCAs, a known GPU image, or no KV cache size, naming the key", () => {
     const two = cpuBed();
     two.hosts = rawConfig(2).hosts.map((h: any) => ({ ...h, platform: "linux/amd64", fabric: { ...h.fabric, hcas: [] } }));
     two.vllm.tensorParallelSize = 2;
@@ -63,6 +63,13 @@ test("cpuVllm is refused with two hosts, the Spark's platform (the default), HCA
     const gpuImage = cpuBed();
     gpuImage.image = "vllm/vllm-openai:v0.17.1@sha256:" + "cd".repeat(32);
     assert.ok(specProblems(gpuImage).some(p => p.includes("is a known GPU image")));
+
+    const noKv = cpuBed();
+    noKv.vllm.extraArgs = [];
+    assert.ok(specProblems(noKv).some(p => p.startsWith("spark-vllm:vllm.extraArgs: testBed.cpuVllm needs --kv-cache-memory-bytes")));
+    const kvEquals = cpuBed();
+    kvEquals.vllm.extraArgs = ["--kv-cache-memory-bytes=512M"];
+    assert.doesNotThrow(() => parseSpec(kvEquals));
 
     const unknown = cpuBed();
     unknown.testBed.cpuVllms = true;
