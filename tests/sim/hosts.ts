@@ -11,7 +11,7 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { buildAndPush, buildAndPushProxy, proxyRootfsPath, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
+import { buildAndPush, buildAndPushProxy, hasVllmCpu, proxyRootfsPath, pruneCache, pruneVllmCpuCache, registryDirName, rootfsPath, vllmCpuRootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
 import { alive, cmdline, holdLock, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
 
@@ -748,7 +748,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
         // registry: cached storage keyed by every image input, or a fresh one to build into
         const cacheDir = SIM_CACHE_DIR;
-        const regDir = path.join(cacheDir, `registry-${registryKey(imageDir, releases)}`);
+        const regDir = path.join(cacheDir, registryDirName(imageDir, releases));
         const imagesFile = path.join(regDir, "images.json");
         const proxyFile = path.join(regDir, "proxy-image.json");
         const isCached = () => fs.existsSync(imagesFile) && fs.existsSync(proxyFile);
@@ -838,6 +838,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             const builder = hostStates[0];
             const ctx = {
                 docker: (args: string[], input?: string) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
+                dockerEnv: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` },
                 registry: c.registry,
                 imageDir,
                 releases,
@@ -849,7 +850,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             proxyImage = await buildAndPushProxy(ctx);
             fs.writeFileSync(imagesFile, JSON.stringify(images, null, 2));
             fs.writeFileSync(proxyFile, JSON.stringify({ image: proxyImage }, null, 2));
-            await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
+            // Each kind prunes only its own (a real vLLM's registry is GBs, and the stand-ins' is shared by every other file).
+            if (hasVllmCpu(releases)) await pruneVllmCpuCache(cacheDir, [regDir, vllmCpuRootfsPath(cacheDir)]);
+            else await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
         }
         await releaseImageLock?.();
         releaseImageLock = undefined;
