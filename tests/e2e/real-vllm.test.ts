@@ -102,6 +102,7 @@ test("a real vLLM (CPU build) serves a local tiny model through the program's la
 
         // It is the real vLLM in the container: the venv's, on the CPU platform, with no stand-in on the path.
         const ctr = containerName(HEAD);
+        figures.imageBytes = Number((await s.docker(HEAD, ["image", "inspect", "--format", "{{.Size}}", s.images[TAG]])).stdout.trim());
         const which = await s.docker(HEAD, ["exec", ctr, "sh", "-c", "command -v vllm; ls /opt/vllm-sim 2>&1 | head -1"]);
         assert.equal(which.stdout.split("\n")[0], `${venv.dir}/bin/vllm`, which.stdout);
         assert.match(which.stdout, /No such file or directory/);

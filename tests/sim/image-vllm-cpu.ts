@@ -11,6 +11,7 @@
 // apart from the stand-in registry's cache so that neither build prunes the other.
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import type { SimModel } from "./models";
@@ -23,6 +24,16 @@ export const VLLM_CPU_INCLUDE = ["python3", "procps", "iproute2", "curl", "libnu
 const IMAGE_PYTHON = "/usr/bin/python3.11";
 /** Bump when the build below changes. */
 export const VLLM_CPU_BUILD_VERSION = "1";
+
+/**
+ * Where the real-vLLM image's registry storage is cached: outside the repository, next to the venv it is made from
+ * (`${XDG_CACHE_HOME:-~/.cache}/spark-vllm/sim-vllm-cpu`), so a fresh clone (CI's) finds the 3 GB built by an earlier
+ * run; `SPARK_VLLM_SIM_CACHE` moves it with the rest of the sim's cache.
+ */
+export function vllmCpuRegistryCacheDir(): string {
+    if (process.env.SPARK_VLLM_SIM_CACHE) return process.env.SPARK_VLLM_SIM_CACHE;
+    return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "spark-vllm", "sim-vllm-cpu");
+}
 
 /** The venv of scripts/vllm-cpu.sh as the image build needs it. */
 export interface VllmCpuVenv {
