@@ -5,7 +5,7 @@ import * as path from "path";
 import * as yaml from "js-yaml";
 import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, rawConfigFromStack, show } from "../components/spec";
 import { EXIT } from "./cli";
-import { ClusterPlan, planCluster } from "../components/plan";
+import { ClusterPlan, cpuVllmSkips, planCluster } from "../components/plan";
 import { argvLine } from "../components/scripts";
 import { findModel } from "../components/catalog";
 import { planMemory, renderMemoryPlan } from "../components/memory";
@@ -112,6 +112,8 @@ export function planReport(plan: ClusterPlan, stack: string) {
         image: spec.image.reference,
         // What `up` warns about too: link-local fabric addresses (components/spec.ts linkLocalNotes).
         warnings: linkLocalNotes(spec),
+        // testBed.cpuVllm only (a CPU vLLM test bed): the GPU steps the plan leaves out, and why.
+        skipped: cpuVllmSkips(spec),
         hosts: plan.hosts.map(h => ({
             name: h.host.name,
             role: h.role,
@@ -148,6 +150,10 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
     for (const h of r.hosts)
         out.push(`  ${h.name} (${h.role}) ssh ${h.ssh}, ${h.gpus} GPU, fabric ${h.fabric.interface} ${h.fabric.address}, HCAs ${h.fabric.hcas.join(", ") || "none (TCP)"}`);
     for (const w of r.warnings) out.push(`  warning: ${w}`);
+    if (r.skipped.length) {
+        section("skipped: spark-vllm:testBed.cpuVllm (a CPU vLLM test bed, not a Spark)");
+        for (const s of r.skipped) out.push(`  ${s.step}: ${s.why}`);
+    }
     section("containers");
     for (const h of r.hosts) {
         const c = h.container;

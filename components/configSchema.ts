@@ -476,6 +476,21 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         description: "Warn when output tokens/s at a concurrency level fell by more than this percentage against the previous deploy (the head keeps the last figures in `logDir`).",
     },
     {
+        path: "testBed",
+        type: "object",
+        required: false,
+        example: {},
+        description: "Only for spark-vllm's own end-to-end test of a real vLLM CPU build (tests/e2e/real-vllm.test.ts, docs/real-vllm.md), never on a Spark.",
+    },
+    {
+        path: "testBed.cpuVllm",
+        type: "boolean",
+        required: false,
+        default: false,
+        example: false,
+        description: "`true`: the image is a CPU build of vLLM on one x86_64 test machine. The plan then skips what needs a GPU: the memory gate and the memory check after the load (a CPU vLLM takes its KV cache from the machine's memory, sized by `--kv-cache-memory-bytes` in `vllm.extraArgs`, which is then required), and the compatibility check's CUDA part (kernels for the GPU, a first CUDA kernel); `plan` lists the skips and `up` warns. Refused with more than one host, a `linux/arm64` host (every Spark, and the default), RDMA HCAs, or a known GPU image.",
+    },
+    {
         path: "logDir",
         type: "string",
         required: false,

@@ -614,7 +614,29 @@ function clusterOnHost(spec: ClusterSpec, host: HostSpec): { what: string; runni
 }
 
 function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
+    if (spec.testBed?.cpuVllm) return skippedCommand(spec, host, "memory after load");
     return { create: withTimeout(60, dockerExec(containerName(host.name), tools(spec, ["memory-after-load", json({ host: host.name })]))), timeoutSeconds: 60 };
+}
+
+/**
+ * What testBed.cpuVllm (a CPU build of vLLM on one x86_64 test machine, spec.ts parseTestBed) leaves out, and why: the
+ * steps that read or use a GPU. Empty for every real stack. The fabric check needs two hosts, which the test bed never has.
+ */
+export function cpuVllmSkips(spec: ClusterSpec): Array<{ step: string; why: string }> {
+    if (!spec.testBed?.cpuVllm) return [];
+    return [
+        { step: "memory gate", why: "no GPU memory to flush or read: a CPU vLLM takes the KV cache vllm.extraArgs' --kv-cache-memory-bytes sets from the machine's memory" },
+        { step: "memory after load", why: "CUDA's free memory does not exist on a CPU" },
+        { step: "compat's CUDA checks", why: "no CUDA device: the image's kernels for the GPU and a first CUDA kernel are not run (vLLM's version, the architecture and the model's config are still checked)" },
+        { step: "fabric check", why: "one host: there is no fabric between hosts to prove" },
+    ];
+}
+
+/** A command that only says it was skipped (testBed.cpuVllm), and prints what it would have, as JSON, with `skipped`. */
+function skippedCommand(spec: ClusterSpec, host: HostSpec, step: string): CommandPlan {
+    const skip = cpuVllmSkips(spec).find(s => s.step === step)!;
+    const line = `echo ${shq(`${host.name}: ${step} skipped (spark-vllm:testBed.cpuVllm): ${skip.why}`)}; echo ${shq(json({ host: host.name, skipped: `testBed.cpuVllm: ${skip.why}`, warnings: [] }))}`;
+    return { create: line, update: line, timeoutSeconds: 10 };
 }
 
 /**
@@ -623,6 +645,7 @@ function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
  */
 function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
+    if (spec.testBed?.cpuVllm) return skippedCommand(spec, host, "memory gate");
     // The throw-away container (when neither root nor sudo) carries the owner's labels too.
     const flush = { host: host.name, image: spec.image.reference, ...(owner ? { labels: Object.fromEntries(ownerLabels(owner, spec)) } : {}) };
     const check = { host: host.name, gpuMemoryUtilization: spec.vllm.gpuMemoryUtilization };
@@ -715,6 +738,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
         ...(spec.vllm.version ? { declaredVllmVersion: spec.vllm.version } : {}),
         // What the image must bring: Ray for the ray backend, vLLM's multi-node launch for mp.
         backend: spec.vllm.backend,
+        // testBed.cpuVllm: no CUDA device, so no GPU kernel checks (compat.py image_checks).
+        ...(spec.testBed?.cpuVllm ? { device: "cpu" } : {}),
     };
     const compat: CommandPlan = {
         create: withTimeout(120, dockerExec(headContainer, tools(spec, ["compat", json(compatArgs)]))),

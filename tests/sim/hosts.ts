@@ -11,8 +11,9 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { buildAndPush, buildAndPushProxy, proxyRootfsPath, pruneCache, registryKey, rootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
+import { buildAndPush, buildAndPushProxy, hasVllmCpu, proxyRootfsPath, pruneCache, pruneVllmCpuCache, registryDirName, rootfsPath, vllmCpuRootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
+import { vllmCpuRegistryCacheDir } from "./image-vllm-cpu";
 import { alive, cmdline, holdLock, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
 
 export { SimModel, QWEN35_122B_FP8, QWEN3_30B_A3B, DEFAULT_MODELS, modelRevision, modelCacheName } from "./models";
@@ -748,14 +749,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
         // registry: cached storage keyed by every image input, or a fresh one to build into
         const cacheDir = SIM_CACHE_DIR;
-        const regDir = path.join(cacheDir, `registry-${registryKey(imageDir, releases)}`);
+        // A real vLLM's registry (GBs) is kept outside the repository, so fresh clones reuse it (image-vllm-cpu.ts).
+        const regCacheDir = hasVllmCpu(releases) ? vllmCpuRegistryCacheDir() : cacheDir;
+        const regDir = path.join(regCacheDir, registryDirName(imageDir, releases));
         const imagesFile = path.join(regDir, "images.json");
         const proxyFile = path.join(regDir, "proxy-image.json");
         const isCached = () => fs.existsSync(imagesFile) && fs.existsSync(proxyFile);
         let cached = isCached();
         if (!cached) {
             // One cluster builds; the others wait here for the lock and then find the cache (built once per run).
-            releaseImageLock = await holdLock(path.join(cacheDir, "build.lock"), 30 * 60_000);
+            releaseImageLock = await holdLock(path.join(regCacheDir, "build.lock"), 30 * 60_000);
             cached = isCached();
             if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
         }
@@ -838,6 +841,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             const builder = hostStates[0];
             const ctx = {
                 docker: (args: string[], input?: string) => run(["docker", ...args], { env: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` }, input, timeoutMs: 10 * 60_000 }),
+                dockerEnv: { ...env, DOCKER_HOST: `ssh://root@${builder.address}` },
                 registry: c.registry,
                 imageDir,
                 releases,
@@ -849,7 +853,12 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             proxyImage = await buildAndPushProxy(ctx);
             fs.writeFileSync(imagesFile, JSON.stringify(images, null, 2));
             fs.writeFileSync(proxyFile, JSON.stringify({ image: proxyImage }, null, 2));
-            await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
+            // Each kind prunes only its own (a real vLLM's registry is GBs, and the stand-ins' is shared by every other file).
+            if (hasVllmCpu(releases)) {
+                await pruneVllmCpuCache(regCacheDir, [regDir, vllmCpuRootfsPath(cacheDir)]);
+                await pruneVllmCpuCache(cacheDir, [regDir, vllmCpuRootfsPath(cacheDir)]);
+            }
+            else await pruneCache(cacheDir, [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]);
         }
         await releaseImageLock?.();
         releaseImageLock = undefined;

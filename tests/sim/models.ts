@@ -13,6 +13,11 @@ export interface SimModel {
     config: Record<string, unknown>;
     /** Extra or replacement files of the snapshot (name → content). */
     files?: Record<string, string | Buffer>;
+    /**
+     * The snapshot is exactly config.json and `files`, none of the stand-in's defaults (a real model that a real vLLM
+     * loads: tests/sim/image-vllm-cpu.ts; the default index would point it at the stand-in's fake shard).
+     */
+    exactFiles?: boolean;
 }
 
 export const QWEN35_122B_FP8: SimModel = {
@@ -112,6 +117,7 @@ export const LLAMA31_405B_FP8_DECLARED: SimModel = {
 };
 
 export function modelFiles(m: SimModel): Record<string, string | Buffer> {
+    if (m.exactFiles) return { "config.json": JSON.stringify(m.config, null, 2) + "\n", ...(m.files ?? {}) };
     const weights = "model-00001-of-00001.safetensors";
     return {
         "config.json": JSON.stringify(m.config, null, 2) + "\n",

@@ -22,6 +22,10 @@ export interface SimStackOptions {
     endpoint?: Record<string, unknown>;
     /** Secret config (key without the namespace → value), as `pulumi config set --secret` sets it: in the stack's secretKeys. */
     secrets?: Record<string, string>;
+    /** spark-vllm:model instead of the stand-in's Qwen3.5 (tests/e2e/real-vllm.test.ts serves a real tiny model). */
+    model?: Record<string, unknown>;
+    /** spark-vllm:testBed (components/spec.ts parseTestBed). */
+    testBed?: Record<string, unknown>;
 }
 
 /** A stack on the simulated hosts: TCP fabric on the sim's interface, this machine's x86 platform. */
@@ -41,11 +45,12 @@ export function simStack(sim: Sim, workDir: string, name: string, opts: SimStack
         config: {
             "spark-vllm:hosts": hosts,
             "spark-vllm:image": opts.image ?? sim.images[opts.tag ?? "0.17.1"],
-            "spark-vllm:model": { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
+            "spark-vllm:model": opts.model ?? { id: "Qwen/Qwen3.5-122B-A10B-FP8", servedName: "qwen3.5-122b", cacheDir: "/root/.cache/huggingface", weights: opts.weights ?? "present" },
             "spark-vllm:vllm": { tensorParallelSize: hosts.length, maxModelLen: 32768, ...(opts.vllm ?? {}) },
             "spark-vllm:probes": { intervalSeconds: 1, rayTimeoutSeconds: 30, endpointTimeoutSeconds: 60, ...(opts.probes ?? {}) },
             // The sim's registry serves the proxy image; nothing outside 198.18.0.0/15 is reachable.
             "spark-vllm:endpoint": { image: sim.proxyImage, ...(opts.endpoint ?? {}) },
+            ...(opts.testBed ? { "spark-vllm:testBed": opts.testBed } : {}),
             ...Object.fromEntries(Object.entries(opts.secrets ?? {}).map(([k, v]) => [`spark-vllm:${k}`, v])),
         },
         ...(opts.secrets ? { secretKeys: Object.keys(opts.secrets).map(k => `spark-vllm:${k}`) } : {}),

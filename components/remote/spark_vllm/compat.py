@@ -50,7 +50,7 @@ def compat(args):
     known_by, tf_version, config_problem = model_type_known_by(model, snap, model_type, version, remote_code)
     if config_problem:
         problems.append(config_problem)
-    image_problems, image_facts = image_checks(args.get("backend", "ray"), version)
+    image_problems, image_facts = image_checks(args.get("backend", "ray"), version, args.get("device", "cuda"))
     problems += image_problems
     quant_warnings = []
     if image_facts.get("gpuRuns"):  # vLLM's own kernels only once PyTorch runs on this GPU at all
@@ -157,14 +157,21 @@ def ray_auth_warnings(ray_version):
             "in docs/security.md (section Ray), or use an image with Ray >= %s" % (ray_version, first, first)]
 
 
-def image_checks(backend, vllm_version):
-    """The image's CUDA build against this GPU and driver, and what the backend needs (Ray; vLLM's mp launch)."""
+def image_checks(backend, vllm_version, device="cuda"):
+    """The image's CUDA build against this GPU and driver, and what the backend needs (Ray; vLLM's mp launch).
+    device "cpu" (spark-vllm:testBed.cpuVllm, a CPU vLLM test bed): there is no CUDA device, so the GPU part is skipped
+    and said so in the facts."""
     problems, facts = [], {"backend": backend}
     facts_data = data().get("images", {})
     try:
         import torch
     except ImportError as e:
         return ["the image has no importable PyTorch (%s): use a vLLM image in spark-vllm:image" % e], facts
+    if device == "cpu":
+        facts.update({"torch": getattr(torch, "__version__", None), "device": "cpu",
+                      "gpuChecks": "skipped (spark-vllm:testBed.cpuVllm): no CUDA device"})
+        say("the image's CUDA checks skipped (spark-vllm:testBed.cpuVllm): PyTorch %s, no CUDA device" % facts["torch"])
+        return problems, facts
     gpu, error = probe_gpu(torch)
     facts.update(gpu)
     if error and DRIVER_TOO_OLD.search(error):

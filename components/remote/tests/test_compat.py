@@ -121,6 +121,22 @@ class Compat(unittest.TestCase):
         facts = json.loads(out[-1])
         self.assertEqual((facts["capability"], facts["kernels"], facts["ray"], facts["cuda"]), ("12.1", "sm_120", "2.49.0", "12.9"))
 
+    def test_a_cpu_vllm_test_bed_skips_the_cuda_checks_and_says_so(self):
+        # testBed.cpuVllm: a torch with no CUDA device would fail the kernel run; device "cpu" never runs it.
+        no_gpu = fake_torch(init_error="Found no NVIDIA driver on your system.")
+        vllm = fake_vllm("0.32.0", ["Qwen2ForCausalLM"])
+        make_snapshot(self.cache, "spark-vllm-test/tiny-qwen2", files={
+            "config.json": b'{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}'})
+        args = dict(self.args, model="spark-vllm-test/tiny-qwen2", backend="single")
+        code, _, err = self.compat_with(vllm, args, torch=no_gpu)
+        self.assertEqual(code, 1, "without device cpu the kernel run fails")
+        code, out, err = self.compat_with(vllm, dict(args, device="cpu"), torch=no_gpu)
+        self.assertEqual((code, err), (0, []))
+        self.assertIn("CUDA checks skipped (spark-vllm:testBed.cpuVllm)", out[0])
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["device"], facts["torch"], facts["vllmVersion"]), ("cpu", "2.9.0", "0.32.0"))
+        self.assertNotIn("capability", facts)
+
     def test_an_image_without_sm12x_kernels_is_refused_naming_its_arch_list(self):
         vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
         code, _, err = self.compat_with(vllm, self.args, torch=fake_torch(arch_list=("sm_80", "sm_90"), kernel_error=(
