@@ -123,7 +123,7 @@ async function deploy(run: DemoRun): Promise<number> {
     print(`spark-vllm demo: ${opts.hosts} simulated DGX Sparks on this machine — network namespaces, each with its own real sshd`);
     print("and dockerd, a local registry with a stand-in vLLM image — deployed by the real program, every resource's");
     print("operation performed for real over SSH and the Docker API. Nothing outside this machine is contacted, except on");
-    print("the first run: the stand-in image is built from Debian packages (debootstrap, about a minute; cached in .sim/cache).");
+    print("the first run: the stand-in image is built from Debian packages (debootstrap, about a minute; cached in ~/.cache/spark-vllm/sim).");
     print();
     const sim = run.sim = await startSim({ hosts: opts.hosts, handleSignals: false, ownerPid: opts.keep ? 0 : process.pid, log: l => print(`  sim: ${l}`) });
     for (const h of sim.hosts) print(`  ${h.name}  ${h.address}  sshd pid ${h.pids.sshd}, dockerd pid ${h.pids.dockerd} (${h.storageDriver})`);

@@ -10,8 +10,9 @@
 // with their own (simCluster). Every iptables call has -w: clusters may change rules at once (xtables lock).
 import * as fs from "node:fs";
 import * as net from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
-import { buildAndPush, buildAndPushProxy, hasVllmCpu, proxyRootfsPath, pruneCache, pruneVllmCpuCache, registryDirName, rootfsPath, vllmCpuRootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
+import { buildAndPush, buildAndPushProxy, hasVllmCpu, proxyRootfsPath, pruneCache, pruneVllmCpuCache, registryDirName, rootfsPath, touchCacheEntry, vllmCpuRootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
 import { vllmCpuRegistryCacheDir } from "./image-vllm-cpu";
 import { alive, cmdline, holdLock, must, run, RunResult, sh, sleep, spawnDaemon, stopPid, waitFor } from "./util";
@@ -36,9 +37,14 @@ export const SIM_HOST_NAMES = ["spark-a", "spark-b", "spark-c", "spark-d"];
 /** Runtime state that must be found again by a later run: state.json, namespace files, agent socket. */
 export const SIM_STATE_DIR = "/run/spark-vllm-sim";
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
-/** Data: `<SIM_DIR>/run` (deleted by stop) and `<SIM_DIR>/cache` (kept: rootfs tarball, registry storage). */
+/** Data: `<SIM_DIR>/run` and `<SIM_DIR>/clusters` (deleted by stop). */
 export const SIM_DIR = process.env.SPARK_VLLM_SIM_DIR ?? path.join(REPO_ROOT, ".sim");
-export const SIM_CACHE_DIR = process.env.SPARK_VLLM_SIM_CACHE ?? path.join(SIM_DIR, "cache");
+/**
+ * Kept between runs: rootfs tarballs, registry storage, Ray and Transformers layers. Outside the repository (like the
+ * toolchain and the wheel cache), so a fresh clone, as CI's, reuses the images a run on this machine built; entries are
+ * keyed by every input, so a change rebuilds only what it touches.
+ */
+export const SIM_CACHE_DIR = process.env.SPARK_VLLM_SIM_CACHE ?? path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "spark-vllm", "sim");
 const HOST_BIN_SRC = path.join(__dirname, "host-bin");
 const DEFAULT_IMAGE_DIR = path.join(__dirname, "image");
 const STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -762,6 +768,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             cached = isCached();
             if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
         }
+        // In use from now on: no prune of a cluster beside this one removes it (image.ts prunable).
+        for (const p of [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]) touchCacheEntry(p);
         state.registryPid = await startRegistry(c, runDir, path.join(regDir, "data"));
         writeState(c, state);
         phase("registry");

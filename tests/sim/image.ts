@@ -407,23 +407,39 @@ export async function buildAndPushProxy(ctx: BuildContext): Promise<string> {
     }
 }
 
-/** Removes cache entries other than the ones in use (keeps the cache from growing without bound). */
-export async function pruneCache(cacheDir: string, keep: string[]): Promise<void> {
-    if (!fs.existsSync(cacheDir)) return;
-    for (const name of fs.readdirSync(cacheDir)) {
-        const p = path.join(cacheDir, name);
-        if (keep.includes(p)) continue;
-        if (/^((proxy-)?rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) {
-            await sh(`rm -rf '${p}'`);
-        }
-    }
+/** Cache entries unused this long are pruned; younger ones may be in use by a cluster running beside this one. */
+export const CACHE_PRUNE_AFTER_MS = 24 * 60 * 60_000;
+
+/** Marks a cache entry as used now (its mtime), so that no cluster's prune removes it while it is in use. */
+export function touchCacheEntry(p: string): void {
+    const now = new Date();
+    if (fs.existsSync(p)) fs.utimesSync(p, now, now);
 }
 
-/** Removes the real-vLLM registries and rootfs tarballs other than the ones in use (an old venv's is GBs). */
-export async function pruneVllmCpuCache(cacheDir: string, keep: string[]): Promise<void> {
+/**
+ * The entries of a cache directory to remove: those of `kind` (a name pattern), not in `keep`, and unused for
+ * CACHE_PRUNE_AFTER_MS. Not by "every other one": e2e files run side by side, and one with its own image set (rayless)
+ * used to remove the default registry's storage while another file's registry still served pulls from it.
+ */
+export function prunable(entries: { path: string; name: string; mtimeMs: number }[], kind: RegExp, keep: string[], nowMs: number): string[] {
+    return entries.filter(e => kind.test(e.name) && !keep.includes(e.path) && nowMs - e.mtimeMs > CACHE_PRUNE_AFTER_MS).map(e => e.path);
+}
+
+async function pruneKind(cacheDir: string, kind: RegExp, keep: string[]): Promise<void> {
     if (!fs.existsSync(cacheDir)) return;
-    for (const name of fs.readdirSync(cacheDir)) {
+    const entries = fs.readdirSync(cacheDir).map(name => {
         const p = path.join(cacheDir, name);
-        if (!keep.includes(p) && /^vllm-cpu-(rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/.test(name)) await sh(`rm -rf '${p}'`);
-    }
+        return { path: p, name, mtimeMs: fs.statSync(p).mtimeMs };
+    });
+    for (const p of prunable(entries, kind, keep, Date.now())) await sh(`rm -rf '${p}'`);
+}
+
+/** Removes the stand-in cache entries other than the ones in use that no run used for a day (bounds the cache). */
+export async function pruneCache(cacheDir: string, keep: string[]): Promise<void> {
+    await pruneKind(cacheDir, /^((proxy-)?rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/, keep);
+}
+
+/** Removes the real-vLLM registries and rootfs tarballs other than the ones in use that no run used for a day (GBs each). */
+export async function pruneVllmCpuCache(cacheDir: string, keep: string[]): Promise<void> {
+    await pruneKind(cacheDir, /^vllm-cpu-(rootfs-[0-9a-f]{16}\.tar|registry-[0-9a-f]{16})$/, keep);
 }
