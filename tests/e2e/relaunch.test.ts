@@ -51,8 +51,9 @@ test("a crash while loading: a plain up again re-runs only the probe; --replace 
             `create ${n.of("endpoint-probe")}`,
             ...suite.sim.hosts.map(h => `replace ${n.host(h.name, "memory")}`),
             `replace ${n.of("vllm-launch")}`,
-            // The serving proof never ran (it follows the probe): created now, where the stack has it.
-            ...(summary(relaunched).includes(`create ${n.of("serving-proof")}`) ? [`create ${n.of("serving-proof")}`] : []),
+            // What follows the probe never ran: the serving proof and each host's after-load memory reading, created now.
+            `create ${n.of("serving-proof")}`,
+            ...suite.sim.hosts.map(h => `create ${n.host(h.name, "loaded")}`),
         ].sort());
         assert.equal(await completionStatus(relaunched), 200);
 
