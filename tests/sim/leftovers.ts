@@ -39,6 +39,7 @@ const SIM_NETNS = /^sv\d*-/;
 const SIM_LINK = /^(svbr\d+|sv\d*-[\w-]+)(@\S*)?$/;
 const SIM_CGROUP = /^(spark-vllm-sim-|svsim\d+-)/;
 const SIM_FIREWALL = /--comment "?(spark-vllm-sim|svsim\d+)"?( |$)/;
+const SIM_TEMP = /^(spark-vllm-|sim-|vllm-sim-)/;
 
 /** What `after` holds of the simulated clusters that `before` did not, one line each; empty when nothing is left. */
 export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, places: SimPlaces = SIM_PLACES): string[] {
@@ -54,7 +55,9 @@ export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, pl
     for (const m of after.mounts.filter(underSim).filter(isNew("mounts"))) out.push(`mount ${m}`);
     for (const c of after.cgroups.filter(c => SIM_CGROUP.test(c)).filter(isNew("cgroups"))) out.push(`cgroup ${c}`);
     for (const r of after.firewall.filter(r => SIM_FIREWALL.test(r)).filter(isNew("firewall"))) out.push(`firewall rule ${r}`);
-    for (const t of after.tmp.filter(isNew("tmp"))) out.push(`temp entry ${t}`);
+    // Temp entries of the suites and the simulated clusters (tests/e2e/suite.ts `spark-vllm-<file>-`, tests/sim's own);
+    // other new ones (Python's tempfile, containerd's stack dumps) are not the suite's to judge.
+    for (const t of after.tmp.filter(t => SIM_TEMP.test(path.basename(t))).filter(isNew("tmp"))) out.push(`temp entry ${t}`);
     return out;
 }
 

@@ -30,7 +30,7 @@ test("every kind of a cluster's leftover is named: namespace, bridge and veth, d
         mounts: [...machine.mounts, "/run/svsim/3/ns", "/repo/.sim/clusters/3/hosts/spark-a/home"],
         cgroups: [...machine.cgroups, "svsim3-spark-a", "spark-vllm-sim-spark-b"],
         firewall: [...machine.firewall, '-A FORWARD -i svbr3 -m comment --comment svsim3 -j ACCEPT', '-A INPUT -i svbr0 -m comment --comment "spark-vllm-sim" -j ACCEPT'],
-        tmp: [...machine.tmp, "/tmp/spark-vllm-rotation-Ab12"],
+        tmp: [...machine.tmp, "/tmp/spark-vllm-rotation-Ab12", "/tmp/tmpn04_nbyb", "/tmp/grpc-leak-l08Dea"],
     };
     assert.deepEqual(simLeftovers(machine, after, places), [
         "network namespace sv3-spark-a", "network namespace sv-spark-b",
