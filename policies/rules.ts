@@ -151,6 +151,11 @@ export function isEndpointProxy(r: Pick<Res, "type" | "props" | "name">): boolea
 }
 const byType = (resources: Res[], type: string) => resources.filter(r => r.type === type && !isEndpointProxy(r));
 const serveCommands = (resources: Res[]) => byType(resources, COMMAND).filter(r => isServe(commandText(r.props)));
+/** The known-images row (components/images.ts) of the stack's image; undefined when there is none or the table lacks it. */
+function knownImageOf(resources: Res[]) {
+    const image = byType(resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
+    return image ? lookupImage(image) : undefined;
+}
 
 /** The memory planner's input, rebuilt from the resources: hosts from container labels, settings from `vllm serve`. */
 export function memoryInputFrom(resources: Res[]) {
@@ -301,8 +306,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
         description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11.1 for mp (components/images.ts).",
         enforcementLevel: "mandatory",
         validateStack: (args, report) => {
-            const image = byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
-            const row = image ? lookupImage(image) : undefined;
+            const row = knownImageOf(args.resources);
             if (!row) return; // unknown images are left to the compatibility check on the hosts
             const serve = serveCommands(args.resources).map(r => commandText(r.props));
             const backend = byType(args.resources, COMMAND).some(r => /\bray start\b/.test(commandText(r.props))) ? "ray"
@@ -317,8 +321,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
         description: "A known image's vLLM carries its own CUTLASS kernels for the catalog model's quantization (FP8, NVFP4) in a form that runs on compute capability 12.1 (components/vllmKernels.ts); `up` asks the image's vLLM and runs the kernel on the head before launch.",
         enforcementLevel: "advisory",
         validateStack: (args, report) => {
-            const image = byType(args.resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
-            const row = image ? lookupImage(image) : undefined;
+            const row = knownImageOf(args.resources);
             const serve = serveCommands(args.resources)[0];
             const model = serve ? findModel(servedModel(commandText(serve.props)) ?? "") : undefined;
             if (!row || !model || !serve) return; // unknown images and models are left to the compatibility check on the head
