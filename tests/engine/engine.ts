@@ -4,7 +4,7 @@ import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import type { EngineEvent, Report, Request } from "./run";
-import type { Transport } from "./operations";
+import { ENGINE_SCRATCH_ENV, type Transport } from "./operations";
 import type { Op } from "./state";
 
 export type { EngineEvent, Report, Op };
@@ -38,6 +38,8 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
     return new Promise((resolve, reject) => {
         const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "run.ts"), file], {
             cwd: path.join(__dirname, "..", ".."),
+            // Its scratch files live in this request's folder, which `close` below removes even when the child was killed.
+            env: { ...process.env, [ENGINE_SCRATCH_ENV]: path.join(dir, "scratch") },
             stdio: ["ignore", "pipe", "pipe", ...(opts.onEvent ? ["ipc" as const] : [])],
             // Its own process group, so an abort stops the ssh and docker clients it runs too.
             detached: opts.signal !== undefined,

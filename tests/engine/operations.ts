@@ -75,13 +75,25 @@ export interface Connection {
     perDialTimeout?: number;
 }
 
-/** This process's scratch files (known_hosts for pinned keys, keys, ssh wrappers), removed when it exits. */
+/**
+ * Where this process's scratch files go (known_hosts for pinned keys, keys, ssh wrappers): the folder named by
+ * ENGINE_SCRATCH_ENV, which the parent that spawned this engine owns and removes when the engine ends, however it ends
+ * (an aborted `up` is stopped with SIGTERM, and Node runs no "exit" handler on a signal); without it, a temp folder
+ * removed on a normal exit.
+ */
+export const ENGINE_SCRATCH_ENV = "SPARK_VLLM_ENGINE_SCRATCH";
 let scratchDir: string | undefined;
 function scratch(name: string, content: string, mode = 0o644): string {
     if (!scratchDir) {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-engine-"));
-        process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
-        scratchDir = dir;
+        const given = process.env[ENGINE_SCRATCH_ENV];
+        if (given) {
+            fs.mkdirSync(given, { recursive: true, mode: 0o700 });
+            scratchDir = given;
+        } else {
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-engine-"));
+            process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+            scratchDir = dir;
+        }
     }
     const file = path.join(scratchDir, crypto.createHash("sha256").update(content).digest("hex").slice(0, 16), name);
     if (!fs.existsSync(file)) {
