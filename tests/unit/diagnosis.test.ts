@@ -1,8 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
     contextAround,
@@ -12,6 +11,7 @@ import {
     normaliseLog,
 } from "../../components/diagnosis";
 import { toolsProgram } from "../../components/toolsProgram";
+import { testTempDir } from "../tempDir";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "logs");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");
@@ -240,7 +240,7 @@ test("the Python port (in the shipped helper program) gives the same answers as 
         `(EngineCore_DP0 pid=3) ERROR ${"x".repeat(20000)} CUDA out of memory\nRuntimeError: ${"y ".repeat(9000)}\n`,
         "",
     ];
-    const dir = mkdtempSync(path.join(tmpdir(), "diagnosis-"));
+    const dir = testTempDir("diagnosis");
     const tools = path.join(dir, "spark_vllm_tools.py");
     writeFileSync(tools, toolsProgram());
     const check = `

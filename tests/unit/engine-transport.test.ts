@@ -5,8 +5,8 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { testTempDir } from "../tempDir";
 import { OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, isAuthRefused, remoteSshArgv, remoteSshAttempts, setenvWarning } from "../engine/operations";
 
 /** What OpenSSH resolves for the argv (`-G` prints the options and exits without connecting). */
@@ -22,7 +22,7 @@ function resolved(argv: string[], env: NodeJS.ProcessEnv = {}): Map<string, stri
     return out;
 }
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-transport-"));
+const dir = testTempDir("transport");
 const file = (name: string, content: string, mode?: number) => {
     const f = path.join(dir, name);
     fs.writeFileSync(f, content, { mode });

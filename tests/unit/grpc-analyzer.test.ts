@@ -7,11 +7,11 @@ import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import * as yaml from "js-yaml";
 import { DeployResult, REPO, deploy, mandatory } from "../grpc/deploy";
 import { tempProject } from "../grpc/fixture";
+import { testTempDir } from "../tempDir";
 
 /** Pulumi.spark.yaml with a token pasted into extraArgs (per resource) and a 10 GbE-style interface on one host (per stack). */
 function badConfig(): Record<string, any> {
@@ -26,7 +26,7 @@ describe("the policy pack through its analyzer server", () => {
     let update: DeployResult;
     const stepped: string[] = [];
     before(async () => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "grpc-bad-stack-"));
+        const dir = testTempDir("grpc-bad-stack");
         fs.writeFileSync(path.join(dir, "Pulumi.bad.yaml"), yaml.dump({ config: badConfig() }));
         [preview, update] = await Promise.all([
             new Promise<{ code: number | null; stdout: string; stderr: string }>(resolve =>

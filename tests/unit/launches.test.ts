@@ -2,7 +2,6 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { parseSpec } from "../../components/spec";
 import { planCluster, withPythonPath } from "../../components/plan";
@@ -11,6 +10,7 @@ import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, loc
 import { script } from "../../components/scripts";
 import { rawConfig } from "../fixtures";
 import { containerShell } from "../harness/container-shell";
+import { testTempDir } from "../tempDir";
 
 const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
     const raw = rawConfig(n);
@@ -18,7 +18,7 @@ const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) 
     return planCluster(parseSpec(raw));
 };
 const bash = (body: string, input = "") => spawnSync("bash", ["-c", body], { input, encoding: "utf8" });
-const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), "launches-"));
+const tmp = () => testTempDir("launches");
 /** The record a launch's create writes (the JSON in its printf line). */
 const recordIn = (create: string): LaunchRecord => {
     const m = /printf '"'"'%s\\n'"'"' '"'"'(\{"name":[^\n]*\})'"'"' > /.exec(create);

@@ -7,11 +7,19 @@
 # one with the repository's node and tsx, so the tests always see the current catalogs.
 import atexit
 import os
+import shutil
 import subprocess
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURE_LOGS = os.path.join(ROOT, "tests", "fixtures", "logs")
+
+
+def scratch_dir(test):
+    """A temporary folder for one test, removed when it ends, passed or failed (named so CI's leftover check sees it)."""
+    path = tempfile.mkdtemp(prefix="spark-vllm-pytest-")
+    test.addCleanup(shutil.rmtree, path, True)
+    return path
 
 
 def _write_data():

@@ -1,7 +1,6 @@
 import json
 import shutil
 import sys
-import tempfile
 import types
 import unittest
 from unittest import mock
@@ -10,6 +9,7 @@ from spark_vllm.compat import compat
 from tests.hf import REVISION, make_snapshot
 from tests.test_kernels import BLOCK_FP8, FakeTensor as OpsTensor, fake_vllm_ops
 from tests.test_weights import call
+from tests import scratch_dir
 
 
 def fake_vllm(version, archs, config_registry=None):
@@ -100,7 +100,7 @@ def fake_ray(version="2.49.0"):
 
 class Compat(unittest.TestCase):
     def setUp(self):
-        self.cache = tempfile.mkdtemp()
+        self.cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.cache)
         make_snapshot(self.cache, "Qwen/Qwen3.5-122B-A10B-FP8", files={
             "config.json": b'{"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}'})

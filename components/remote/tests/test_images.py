@@ -2,13 +2,13 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import unittest
 import warnings
 from unittest import mock
 
 from spark_vllm import images
 from tests.test_weights import call
+from tests import scratch_dir
 
 # Stand-ins on PATH: `docker` keeps one image ID in the file $STORE; `ssh` runs its command
 # locally against the worker's store ($STORE.worker), or refuses when $SSH_REFUSE is set.
@@ -31,7 +31,7 @@ STORE="$STORE.worker" exec "$@"
 
 class ImageTransfer(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.dir)
         for name, text in (("docker", DOCKER), ("ssh", SSH)):
             path = os.path.join(self.dir, name)

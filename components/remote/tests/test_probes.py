@@ -1,15 +1,15 @@
 import os
 import shutil
-import tempfile
 import unittest
 
 from spark_vllm import probes
 from tests import FIXTURE_LOGS
+from tests import scratch_dir
 
 
 class ProcessState(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.dir)
         self.proc = os.path.join(self.dir, "proc")
         self.pid_file = os.path.join(self.dir, "vllm.pid")
@@ -135,7 +135,7 @@ class CertificatePin(unittest.TestCase):
         import ssl
         import subprocess
         import threading
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.dir)
         for name in ("served", "other"):
             subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

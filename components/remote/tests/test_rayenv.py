@@ -1,15 +1,15 @@
 import json
 import os
 import stat
-import tempfile
 import unittest
 
 from spark_vllm.rayenv import ray_env, vllm_config_root
+from tests import scratch_dir
 
 
 class RayEnv(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
 
     def test_config_root_resolves_as_vllm_envs(self):
         home = os.path.expanduser("~")

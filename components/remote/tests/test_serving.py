@@ -2,7 +2,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 import unittest
@@ -11,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 from spark_vllm import serving
+from tests import scratch_dir
 
 
 def sse_server(first_token_s, token_gap_s, tokens, key="k"):
@@ -119,7 +119,7 @@ class Figures(unittest.TestCase):
 
 class Proof(unittest.TestCase):
     def test_two_levels_then_the_next_run_compares_with_the_saved_figures(self):
-        d = tempfile.mkdtemp()
+        d = scratch_dir(self)
         self.addCleanup(shutil.rmtree, d)
         fast = sse_server(0.02, 0.005, 8)
         self.addCleanup(fast.shutdown)

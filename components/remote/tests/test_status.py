@@ -3,17 +3,17 @@ import json
 import os
 import shutil
 import tarfile
-import tempfile
 import unittest
 from unittest import mock
 
 from spark_vllm import status
 from spark_vllm import supervise as sv
+from tests import scratch_dir
 
 
 class HostStatus(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.dir)
         self.proc = os.path.join(self.dir, "proc")
         self.pid_file = os.path.join(self.dir, "vllm-serve.pid")
@@ -79,7 +79,7 @@ class GivenUp(unittest.TestCase):
     """The supervisor's own give_up writes the markers; they come back through a tar as `docker cp DIR -` streams it."""
 
     def setUp(self):
-        self.root = tempfile.mkdtemp()
+        self.root = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.root)
         self.dir = os.path.join(self.root, "launches")
         os.makedirs(self.dir)

@@ -2,12 +2,12 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import unittest
 
 from spark_vllm import supervise as sv
 from spark_vllm.probes import process_state
+from tests import scratch_dir
 
 
 class Clock:
@@ -20,7 +20,7 @@ class Clock:
 
 class SuperviseTest(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.dir = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.dir)
         self.clock = Clock()
         self.sup = sv.Supervisor(self.dir, clock=self.clock)

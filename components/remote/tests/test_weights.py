@@ -10,7 +10,6 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -20,6 +19,7 @@ import urllib.request
 from spark_vllm import weights as w
 from spark_vllm import weights_source as ws
 from tests.hf import REVISION, make_snapshot
+from tests import scratch_dir
 
 TOKEN = "t0ken-for-the-copy"
 
@@ -55,7 +55,7 @@ def tree(top):
 
 class Paths(unittest.TestCase):
     def setUp(self):
-        self.cache = tempfile.mkdtemp()
+        self.cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.cache)
 
     def test_repo_dir_follows_the_hub_layout(self):
@@ -190,7 +190,7 @@ class FakeHead:
 
 class WorkerRefuses(unittest.TestCase):
     def setUp(self):
-        self.top = tempfile.mkdtemp()
+        self.top = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.top)
         self.cache = os.path.join(self.top, "hf")
         os.makedirs(self.cache)
@@ -280,7 +280,7 @@ class ByteRanges(unittest.TestCase):
 
 class ServedFiles(unittest.TestCase):
     def setUp(self):
-        self.cache = tempfile.mkdtemp()
+        self.cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.cache)
 
     def test_sha256_from_an_lfs_blob_name_else_hashed(self):
@@ -353,7 +353,7 @@ class RealCopy(unittest.TestCase):
     """The head's server and a worker's copy, end to end over loopback."""
 
     def setUp(self):
-        self.head, self.worker = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.head, self.worker = scratch_dir(self), scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.head)
         self.addCleanup(shutil.rmtree, self.worker)
         self.shard = bytes(range(256)) * 40
@@ -450,8 +450,8 @@ class RetryAfterASilentWorker(unittest.TestCase):
     its copy (its command is not run again), finishes: the record says spark-b received this revision."""
 
     def setUp(self):
-        self.head, self.logs = tempfile.mkdtemp(), tempfile.mkdtemp()
-        self.workers = {h: tempfile.mkdtemp() for h in ("spark-b", "spark-c")}
+        self.head, self.logs = scratch_dir(self), scratch_dir(self)
+        self.workers = {h: scratch_dir(self) for h in ("spark-b", "spark-c")}
         for d in [self.head, self.logs, *self.workers.values()]:
             self.addCleanup(shutil.rmtree, d)
         make_snapshot(self.head, "org/m", files={"config.json": b"{}"})
@@ -503,7 +503,7 @@ class Boundary(unittest.TestCase):
     """Issue 30: the copy server against clients that do not play along (in-process, over loopback)."""
 
     def setUp(self):
-        self.head = tempfile.mkdtemp()
+        self.head = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.head)
         make_snapshot(self.head, "org/m", files={"config.json": b"{}"})
         repo = w.repo_dir(self.head, "org/m")

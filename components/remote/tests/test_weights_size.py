@@ -4,7 +4,6 @@ import http.server
 import json
 import shutil
 import struct
-import tempfile
 import threading
 import unittest
 
@@ -12,6 +11,7 @@ from spark_vllm import weights as w
 from spark_vllm import weights_size as sz
 from tests.hf import make_snapshot
 from tests.test_weights import call
+from tests import scratch_dir
 
 GIB = 1024 ** 3
 # Two Sparks, TP 2: each GPU holds 0.85 x 121.69 - 4 = 99.44 GiB of weights.
@@ -36,7 +36,7 @@ def real(tensors):
 
 class Headers(unittest.TestCase):
     def setUp(self):
-        self.cache = tempfile.mkdtemp()
+        self.cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, self.cache)
 
     def test_sums_tensor_bytes_of_the_files_the_index_names(self):
@@ -130,7 +130,7 @@ class HubListing(unittest.TestCase):
         self.assertEqual([a for _, a in Hub.seen], ["Bearer hf_tok"] * 3, "the token goes with every request")
 
     def test_a_download_that_cannot_fit_is_refused_before_it_starts(self):
-        cache = tempfile.mkdtemp()
+        cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, cache)
         args = {"host": "spark-a", "model": "meta-llama/Llama-3.1-405B-Instruct-FP8", "cacheDir": cache, "strategy": "download", "fit": FIT}
         downloads = []
@@ -147,7 +147,7 @@ class HubListing(unittest.TestCase):
                                  r"Nothing was downloaded or launched\. Use at least 4 GPUs")
 
     def test_an_unreachable_hub_is_said_and_the_download_goes_on(self):
-        cache = tempfile.mkdtemp()
+        cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, cache)
         self.server.shutdown()
         args = {"host": "spark-a", "model": "org/m", "cacheDir": cache, "strategy": "download", "fit": FIT}
@@ -165,7 +165,7 @@ class HubListing(unittest.TestCase):
 
 class OnDisk(unittest.TestCase):
     def test_present_weights_too_large_are_refused_before_launch_and_small_ones_listed(self):
-        cache = tempfile.mkdtemp()
+        cache = scratch_dir(self)
         self.addCleanup(shutil.rmtree, cache)
         make_snapshot(cache, "org/big", files={"config.json": b"{}", "model.safetensors": declared(int(250 * GIB))})
         code, out, err = call(w.weights, {"host": "spark-b", "model": "org/big", "cacheDir": cache, "strategy": "present", "fit": FIT})
