@@ -283,7 +283,7 @@ const UNPACK_TOOLS = "import base64, sys, zlib; sys.stdout.buffer.write(zlib.dec
 function logDirChainCheck(logDir: string): string[] {
     const dir = shq(logDir);
     return [
-        `me=$(id -u); myname=$(id -un); chain_bad=; seen=; real=$(realpath -e ${dir}) || exit 1`,
+        `me=$(id -u); owners=root; [ "$me" = 0 ] || owners="root or $(id -un)"; chain_bad=; seen=; real=$(realpath -e ${dir}) || exit 1`,
         `for top in "$real" ${dir}; do`,
         `  d=$(dirname "$top")`,
         `  while :; do`,
@@ -292,7 +292,7 @@ function logDirChainCheck(logDir: string): string[] {
         `    what="$d (above logDir $top)"`,
         `    case "$seen" in *"|$d|"*) set -- 0 root 755 seen ;; esac; seen="$seen|$d|"`,
         `    if [ "$1" != 0 ] && [ "$1" != "$me" ]; then`,
-        `      echo "spark-vllm: $what is owned by uid $1 ($2), mode $4: only root or $myname may own logDir and the directories above it, since their owner could swap the programs spark-vllm runs there as root; fix: sudo chown root $d && sudo chmod go-w $d, or set spark-vllm:logDir to a directory of your own" >&2; chain_bad=1`,
+        `      echo "spark-vllm: $what is owned by uid $1 ($2), mode $4: only $owners may own logDir and the directories above it, since their owner could swap the programs spark-vllm runs there as root; fix: sudo chown root $d && sudo chmod go-w $d, or set spark-vllm:logDir to a directory of your own" >&2; chain_bad=1`,
         `    elif [ $(( 0$3 & 022 )) -ne 0 ] && [ $(( 0$3 & 01000 )) -eq 0 ]; then`,
         `      echo "spark-vllm: $what is writable by others (owner $2, mode $4) without the sticky bit: anyone who can write it could rename logDir away and plant programs; fix: sudo chmod go-w $d, or set spark-vllm:logDir to a directory of your own" >&2; chain_bad=1`,
         `    fi`,

@@ -37,10 +37,28 @@ test("a parent of logDir owned by another user is refused, naming it, its owner 
     const logDir = path.join(parent, "spark", "logs");
     const r = install(logDir);
     assert.equal(r.status, 1, r.stderr);
-    assert.ok(r.stderr.includes(`spark-vllm: ${parent} (above logDir ${logDir}) is owned by uid ${NOBODY} (nobody), mode drwxr-xr-x: only root or root may own logDir`), r.stderr);
+    assert.ok(r.stderr.includes(`spark-vllm: ${parent} (above logDir ${logDir}) is owned by uid ${NOBODY} (nobody), mode drwxr-xr-x: only root may own logDir`), r.stderr);
     assert.ok(r.stderr.includes(`fix: sudo chown root ${parent} && sudo chmod go-w ${parent},`), r.stderr);
     assert.ok(!fs.existsSync(path.join(logDir, "spark_vllm_tools.py")), "the helper program was written");
     assert.deepEqual(fs.readdirSync(logDir), []);
+}));
+
+test("as an SSH user other than root, the refusal names that user beside root as an allowed owner (root, runs as nobody)", ROOT, () => sandbox(dir => {
+    fs.chmodSync(dir, 0o755);
+    const OTHER = 65533;
+    const parent = path.join(dir, "sv");
+    fs.mkdirSync(path.join(parent, "spark"), { recursive: true });
+    fs.chownSync(parent, OTHER, OTHER);
+    fs.chownSync(path.join(parent, "spark"), NOBODY, NOBODY);
+    const logDir = path.join(parent, "spark", "logs");
+    const raw = rawConfig(2);
+    raw.logDir = logDir;
+    const create = planCluster(parseSpec(raw)).hosts[0].tools.create;
+    const r = spawnSync("setpriv", ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "bash", "-c", create],
+        { input: packTools("print('helper')\n"), encoding: "utf8" });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`spark-vllm: ${parent} \\(above logDir ${logDir}\\) is owned by uid ${OTHER} \\(\\S+\\), mode drwxr-xr-x: only root or nobody may own logDir`));
+    assert.ok(!fs.existsSync(path.join(logDir, "spark_vllm_tools.py")), "the helper program was written");
 }));
 
 test("a group- or world-writable parent without the sticky bit is refused; with it (/tmp) it is accepted (root)", ROOT, () => sandbox(dir => {
