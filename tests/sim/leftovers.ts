@@ -1,5 +1,5 @@
-// What the end-to-end suite left on the machine (issue 32: "nothing left behind: namespaces, bridges, daemons, mounts,
-// temp dirs"). `.ci/run` takes a snapshot before the e2e stage and checks after it, pass or fail:
+// What the tests left on the machine (issue 32: "nothing left behind: namespaces, bridges, daemons, mounts, temp dirs").
+// `.ci/run` takes a snapshot before its first test stage and checks after the e2e stage, pass or fail:
 //   node --import tsx tests/sim/leftovers.ts snapshot FILE   # before
 //   node --import tsx tests/sim/leftovers.ts check FILE      # after: prints each leftover, exits 1 if any
 // The judgement (simLeftovers) is pure; readMachine only reads. Each file's own teardown is tests/sim/hosts.ts
@@ -39,7 +39,9 @@ const SIM_NETNS = /^sv\d*-/;
 const SIM_LINK = /^(svbr\d+|sv\d*-[\w-]+)(@\S*)?$/;
 const SIM_CGROUP = /^(spark-vllm-sim-|svsim\d+-)/;
 const SIM_FIREWALL = /--comment "?(spark-vllm-sim|svsim\d+)"?( |$)/;
-const SIM_TEMP = /^(spark-vllm-|sim-|vllm-sim-)/;
+// Temp names: the tests' own (tests/tempDir.ts, tests/e2e/suite.ts, components/remote/tests scratch_dir: spark-vllm-*),
+// the sim's, and the real vLLM's torch FileStore (vllm 0.32.0 vllm/utils/network_utils.py get_file_store_init_method).
+const SIM_TEMP = /^(spark-vllm-|sim-|vllm-sim-|vllm_dist_)/;
 
 /** What `after` holds of the simulated clusters that `before` did not, one line each; empty when nothing is left. */
 export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, places: SimPlaces = SIM_PLACES): string[] {
@@ -55,8 +57,8 @@ export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, pl
     for (const m of after.mounts.filter(underSim).filter(isNew("mounts"))) out.push(`mount ${m}`);
     for (const c of after.cgroups.filter(c => SIM_CGROUP.test(c)).filter(isNew("cgroups"))) out.push(`cgroup ${c}`);
     for (const r of after.firewall.filter(r => SIM_FIREWALL.test(r)).filter(isNew("firewall"))) out.push(`firewall rule ${r}`);
-    // Temp entries of the suites and the simulated clusters (tests/e2e/suite.ts `spark-vllm-<file>-`, tests/sim's own);
-    // other new ones (Python's tempfile, containerd's stack dumps) are not the suite's to judge.
+    // Temp entries of the tests and the simulated clusters (SIM_TEMP); other new ones (containerd's stack dumps, what
+    // other programs on the machine make) are not the tests' to judge.
     for (const t of after.tmp.filter(t => SIM_TEMP.test(path.basename(t))).filter(isNew("tmp"))) out.push(`temp entry ${t}`);
     return out;
 }

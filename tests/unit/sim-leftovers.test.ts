@@ -30,7 +30,7 @@ test("every kind of a cluster's leftover is named: namespace, bridge and veth, d
         mounts: [...machine.mounts, "/run/svsim/3/ns", "/repo/.sim/clusters/3/hosts/spark-a/home"],
         cgroups: [...machine.cgroups, "svsim3-spark-a", "spark-vllm-sim-spark-b"],
         firewall: [...machine.firewall, '-A FORWARD -i svbr3 -m comment --comment svsim3 -j ACCEPT', '-A INPUT -i svbr0 -m comment --comment "spark-vllm-sim" -j ACCEPT'],
-        tmp: [...machine.tmp, "/tmp/spark-vllm-rotation-Ab12", "/tmp/tmpn04_nbyb", "/tmp/grpc-leak-l08Dea"],
+        tmp: [...machine.tmp, "/tmp/spark-vllm-rotation-Ab12", "/tmp/tmpn04_nbyb", "/tmp/vllm_dist_c04b459936a34002bf95a8a8faefa9c0"],
     };
     assert.deepEqual(simLeftovers(machine, after, places), [
         "network namespace sv3-spark-a", "network namespace sv-spark-b",
@@ -39,7 +39,7 @@ test("every kind of a cluster's leftover is named: namespace, bridge and veth, d
         "mount /run/svsim/3/ns", "mount /repo/.sim/clusters/3/hosts/spark-a/home",
         "cgroup svsim3-spark-a", "cgroup spark-vllm-sim-spark-b",
         `firewall rule ${after.firewall[2]}`, `firewall rule ${after.firewall[3]}`,
-        "temp entry /tmp/spark-vllm-rotation-Ab12",
+        "temp entry /tmp/spark-vllm-rotation-Ab12", "temp entry /tmp/vllm_dist_c04b459936a34002bf95a8a8faefa9c0",
     ]);
 });
 
