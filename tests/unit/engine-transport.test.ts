@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { testTempDir } from "../tempDir";
-import { OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, isAuthRefused, remoteSshArgv, remoteSshAttempts, setenvWarning } from "../engine/operations";
+import { GO_CLIENT_KEX, OPENSSH, PREVIOUS_OUTPUT_ENV, configQuoted, isAuthRefused, remoteSshArgv, remoteSshAttempts, setenvWarning } from "../engine/operations";
 
 /** What OpenSSH resolves for the argv (`-G` prints the options and exits without connecting). */
 function resolved(argv: string[], env: NodeJS.ProcessEnv = {}): Map<string, string[]> {
@@ -87,6 +87,16 @@ test("host keys: any without hostKey (nothing read or remembered); with it, only
     assert.deepEqual(pinned.get("batchmode"), ["yes"]);
     // No "Warning: Permanently added …" in a command's stderr: Go's client writes nothing of its own there.
     assert.deepEqual(any.get("loglevel"), ["ERROR"]);
+});
+
+test("key exchange: only what Go's client offers, in its order; never OpenSSH's default sntrup761x25519-sha512", () => {
+    for (const argv of remoteSshAttempts({ host: "198.18.0.2", privateKey: "KEY" }, { SSH_AUTH_SOCK: "/run/agent.sock" }, file)) {
+        // `ssh -G` exits 255 on a name this OpenSSH does not know ("Bad SSH2 KexAlgorithms"): each one is real here.
+        assert.deepEqual(resolved(argv).get("kexalgorithms"), [GO_CLIENT_KEX.join(",")]);
+    }
+    const openssh = resolved([OPENSSH, "-F", "none", "--", "198.18.0.2"]).get("kexalgorithms")![0].split(",");
+    assert.match(openssh[0], /^sntrup761x25519-sha512/, "OpenSSH's own first choice, which the engine must not use");
+    assert.ok(!GO_CLIENT_KEX.some(k => k.startsWith("sntrup")));
 });
 
 test("a password is refused, not silently ignored", () => {
