@@ -63,6 +63,8 @@ before(async () => {
     const transformers = await hostSitePackages("transformers", DEFAULT_RELEASES["0.17.1"].transformers!);
     const sim = start("sim", "python3", [path.join(ROOT, "tests/sim/image/bin/vllm"), ...args(SIM_PORT)], {
         VLLM_SIM_RELEASE: release, HF_HOME: path.join(home, "hf"), RAY_SIM_DIR: path.join(home, "ray"), PYTHONPATH: transformers,
+        // Its port locks here, not in the host's /tmp (its default, for a container: _sim_serve.py lockdir).
+        VLLM_SIM_LOCK_DIR: path.join(home, "locks"),
     });
     await waitHealthy(SIM_PORT, sim, "sim", 60_000);
     await waitHealthy(REAL_PORT, real, "real", 300_000);
