@@ -5,9 +5,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { ENGINE_SCRATCH_ENV } from "../engine/operations";
+import { testTempDir } from "../tempDir";
 
 const repo = path.join(__dirname, "..", "..");
 const hostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH4r7bXn2pX0m8o3Qb0n9yqz3y8mG5d0ZxJ2b2QmQk9r";
@@ -25,30 +25,22 @@ function scratchThenSigterm(env: NodeJS.ProcessEnv): { file: string; signal: Nod
 }
 
 test("an engine ended by SIGTERM leaves its scratch files only in the folder its parent gave it", () => {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-scratch-test-"));
-    try {
-        const given = path.join(tmp, "request", "scratch");
-        const own = path.join(tmp, "tmpdir");
-        fs.mkdirSync(own);
-        const r = scratchThenSigterm({ [ENGINE_SCRATCH_ENV]: given, TMPDIR: own });
-        assert.equal(r.signal, "SIGTERM");
-        assert.ok(r.file.startsWith(given + path.sep), `${r.file} is not under ${given}`);
-        assert.equal(fs.readFileSync(r.file, "utf8"), `* ${hostKey}\n`);
-        // (tsx keeps its compile cache there too: tsx-<uid>.)
-        assert.deepEqual(fs.readdirSync(own).filter(n => n.startsWith("spark-vllm-engine-")), [], "no scratch folder of its own");
-    } finally {
-        fs.rmSync(tmp, { recursive: true, force: true });
-    }
+    const tmp = testTempDir("scratch-test");
+    const given = path.join(tmp, "request", "scratch");
+    const own = path.join(tmp, "tmpdir");
+    fs.mkdirSync(own);
+    const r = scratchThenSigterm({ [ENGINE_SCRATCH_ENV]: given, TMPDIR: own });
+    assert.equal(r.signal, "SIGTERM");
+    assert.ok(r.file.startsWith(given + path.sep), `${r.file} is not under ${given}`);
+    assert.equal(fs.readFileSync(r.file, "utf8"), `* ${hostKey}\n`);
+    // (tsx keeps its compile cache there too: tsx-<uid>.)
+    assert.deepEqual(fs.readdirSync(own).filter(n => n.startsWith("spark-vllm-engine-")), [], "no scratch folder of its own");
 });
 
 test("without a folder from its parent, the engine's own temp folder outlives a SIGTERM (why the parent gives one)", () => {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-scratch-test-"));
-    try {
-        const r = scratchThenSigterm({ TMPDIR: tmp, [ENGINE_SCRATCH_ENV]: "" });
-        assert.equal(r.signal, "SIGTERM");
-        assert.match(path.basename(path.dirname(path.dirname(r.file))), /^spark-vllm-engine-/);
-        assert.equal(fs.readdirSync(tmp).filter(n => n.startsWith("spark-vllm-engine-")).length, 1);
-    } finally {
-        fs.rmSync(tmp, { recursive: true, force: true });
-    }
+    const tmp = testTempDir("scratch-test");
+    const r = scratchThenSigterm({ TMPDIR: tmp, [ENGINE_SCRATCH_ENV]: "" });
+    assert.equal(r.signal, "SIGTERM");
+    assert.match(path.basename(path.dirname(path.dirname(r.file))), /^spark-vllm-engine-/);
+    assert.equal(fs.readdirSync(tmp).filter(n => n.startsWith("spark-vllm-engine-")).length, 1);
 });

@@ -14,11 +14,14 @@ import { rawConfig } from "../fixtures";
 const ROOT = { skip: process.getuid?.() !== 0 ? "needs root: chowns directories to another user" : undefined };
 const NOBODY = 65534;
 
-function install(logDir: string) {
+/** The helper install of a stack whose logDir is `logDir`, run by bash as root, or as `asUid` through setpriv. */
+function install(logDir: string, asUid?: number) {
     const raw = rawConfig(2);
     raw.logDir = logDir;
     const create = planCluster(parseSpec(raw)).hosts[0].tools.create;
-    return spawnSync("bash", ["-c", create], { input: packTools("print('helper')\n"), encoding: "utf8" });
+    const as = asUid === undefined ? [] : ["setpriv", "--reuid", String(asUid), "--regid", String(asUid), "--clear-groups"];
+    const argv = [...as, "bash", "-c", create];
+    return spawnSync(argv[0], argv.slice(1), { input: packTools("print('helper')\n"), encoding: "utf8" });
 }
 
 function sandbox(fn: (dir: string) => void) {
@@ -51,11 +54,7 @@ test("as an SSH user other than root, the refusal names that user beside root as
     fs.chownSync(parent, OTHER, OTHER);
     fs.chownSync(path.join(parent, "spark"), NOBODY, NOBODY);
     const logDir = path.join(parent, "spark", "logs");
-    const raw = rawConfig(2);
-    raw.logDir = logDir;
-    const create = planCluster(parseSpec(raw)).hosts[0].tools.create;
-    const r = spawnSync("setpriv", ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "bash", "-c", create],
-        { input: packTools("print('helper')\n"), encoding: "utf8" });
+    const r = install(logDir, NOBODY);
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, new RegExp(`spark-vllm: ${parent} \\(above logDir ${logDir}\\) is owned by uid ${OTHER} \\(\\S+\\), mode drwxr-xr-x: only root or nobody may own logDir`));
     assert.ok(!fs.existsSync(path.join(logDir, "spark_vllm_tools.py")), "the helper program was written");
