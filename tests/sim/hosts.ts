@@ -640,9 +640,9 @@ function writeSshClientFiles(c: SimCluster, runDir: string, hosts: HostState[]):
         "  ServerAliveCountMax 3",
         "  LogLevel ERROR",
         "  SendEnv LANG LC_*",
-        // Not OpenSSH's default sntrup761x25519 (about ten times the CPU per connection, measured: 0.108 s against
-        // 0.012 s for the client alone): the sim's clients (the docker CLI's ssh, the tests' own) connect thousands of
-        // times a run on two cores, and which key exchange they agree on changes nothing the tests observe.
+        // Not OpenSSH's default sntrup761x25519 (about ten times the CPU per connection: tests/engine/operations.ts
+        // GO_CLIENT_KEX): the sim's clients (the docker CLI's ssh, the tests' own) connect thousands of times a run on
+        // two cores, and which key exchange they agree on changes nothing the tests observe.
         "  KexAlgorithms curve25519-sha256",
         "",
     );

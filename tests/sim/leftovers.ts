@@ -41,7 +41,7 @@ const SIM_CGROUP = /^(spark-vllm-sim-|svsim\d+-)/;
 const SIM_FIREWALL = /--comment "?(spark-vllm-sim|svsim\d+)"?( |$)/;
 // Temp names: the tests' own (tests/tempDir.ts, tests/e2e/suite.ts, components/remote/tests scratch_dir: spark-vllm-*),
 // the sim's, and the real vLLM's torch FileStore (vllm 0.32.0 vllm/utils/network_utils.py get_file_store_init_method).
-const SIM_TEMP = /^(spark-vllm-|sim-|vllm-sim-|vllm_dist_)/;
+const TEST_TEMP = /^(spark-vllm-|sim-|vllm-sim-|vllm_dist_)/;
 
 /** What `after` holds of the simulated clusters that `before` did not, one line each; empty when nothing is left. */
 export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, places: SimPlaces = SIM_PLACES): string[] {
@@ -57,9 +57,9 @@ export function simLeftovers(before: MachineSnapshot, after: MachineSnapshot, pl
     for (const m of after.mounts.filter(underSim).filter(isNew("mounts"))) out.push(`mount ${m}`);
     for (const c of after.cgroups.filter(c => SIM_CGROUP.test(c)).filter(isNew("cgroups"))) out.push(`cgroup ${c}`);
     for (const r of after.firewall.filter(r => SIM_FIREWALL.test(r)).filter(isNew("firewall"))) out.push(`firewall rule ${r}`);
-    // Temp entries of the tests and the simulated clusters (SIM_TEMP); other new ones (containerd's stack dumps, what
+    // Temp entries of the tests and the simulated clusters (TEST_TEMP); other new ones (containerd's stack dumps, what
     // other programs on the machine make) are not the tests' to judge.
-    for (const t of after.tmp.filter(t => SIM_TEMP.test(path.basename(t))).filter(isNew("tmp"))) out.push(`temp entry ${t}`);
+    for (const t of after.tmp.filter(t => TEST_TEMP.test(path.basename(t))).filter(isNew("tmp"))) out.push(`temp entry ${t}`);
     return out;
 }
 
