@@ -12,6 +12,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { layerTemplate, preloadLayers } from "./preload";
 import { buildAndPush, buildAndPushProxy, hasVllmCpu, proxyRootfsPath, pruneCache, pruneVllmCpuCache, registryDirName, rootfsPath, touchCacheEntry, vllmCpuRootfsPath, SimRelease, DEFAULT_RELEASES } from "./image";
 import { DEFAULT_MODELS, modelCacheName, modelRevision, SimModel, writeModel } from "./models";
 import { vllmCpuRegistryCacheDir } from "./image-vllm-cpu";
@@ -122,6 +123,8 @@ export interface SimHost {
     /** Its sshd's public host key, `ssh-ed25519 <base64>` (from its ssh_host_ed25519_key.pub): for hosts[].ssh.hostKey. */
     hostKey: string;
     storageDriver: string;
+    /** Whether its data root started with the stand-ins' layers (SimOptions.preload). */
+    preloaded: boolean;
 }
 
 export interface SimOptions {
@@ -168,6 +171,12 @@ export interface SimOptions {
      * Default false.
      */
     hubMirror?: boolean;
+    /**
+     * Hosts start holding the layers of every image in the sim registry, and no image names: a pull by digest asks the
+     * registry for the manifest and finds its layers "Already exists" (tests/sim/preload.ts). Default true, once the
+     * registry's images are built (a run that builds them starts with empty image stores); false: empty image stores.
+     */
+    preload?: boolean;
 }
 
 export interface ExecOptions { input?: string | Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv }
@@ -195,6 +204,8 @@ export interface Sim {
      */
     env: NodeJS.ProcessEnv;
     models: SimModel[];
+    /** This bring-up built the images and filled the registry (none cached yet): its hosts started without layers. */
+    imagesBuilt: boolean;
     /** Milliseconds per bring-up phase. */
     timings: Record<string, number>;
     host(name: string): SimHost;
@@ -541,6 +552,16 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
     for (const m of opts.models) writeModel(path.join(r, "home/.cache/huggingface"), m);
 }
 
+/**
+ * The cached registry's image references, for this cluster: the cache holds the refs of whichever cluster built it; the
+ * digests are the same from any registry on that storage, so only the registry part becomes this cluster's.
+ */
+function cachedImageRefs(c: SimCluster, imagesFile: string, proxyFile: string): { images: Record<string, string>; proxyImage: string } {
+    const here = (ref: string) => ref.replace(/^[^/]+\//, `${c.registry}/`);
+    const images = Object.fromEntries(Object.entries(JSON.parse(fs.readFileSync(imagesFile, "utf8")) as Record<string, string>).map(([t, r]) => [t, here(r)]));
+    return { images, proxyImage: here(JSON.parse(fs.readFileSync(proxyFile, "utf8")).image) };
+}
+
 async function createNamespaces(c: SimCluster, h: HostState): Promise<void> {
     await must(["ip", "netns", "add", h.netns]);
     await must(["ip", "link", "add", h.veth, "type", "veth", "peer", "name", ifaceOf(h), "netns", h.netns]);
@@ -788,10 +809,17 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const client = writeSshClientFiles(c, runDir, hostStates);
         phase("files");
 
-        // namespaces, sshd, dockerd
+        // namespaces, then (cached images only) every host's layers, then sshd and dockerd
+        await Promise.all(hostStates.map(h => createNamespaces(c, h)));
+        const refs = cached ? cachedImageRefs(c, imagesFile, proxyFile) : undefined;
+        const template = refs && options.preload !== false && options.storageDriver !== "vfs"
+            ? await layerTemplate({ regDir, registry: c.registry, refs: [...Object.values(refs.images), refs.proxyImage], netns: hostStates[0].netns,
+                scratchDir: path.join(c.stateDir, "preload"), lockFile: path.join(regCacheDir, "build.lock"), env: HOST_ENV, log })
+            : undefined;
+        if (template) await Promise.all(hostStates.map(h => preloadLayers(template, path.join(h.root, "docker"))));
+        phase("layers");
         const storageDrivers = new Map<string, string>();
         await Promise.all(hostStates.map(async h => {
-            await createNamespaces(c, h);
             h.sshdPid = spawnDaemon([...nsenterArgs(h), "/usr/sbin/sshd", "-D", "-e", "-f", path.join(h.root, "etc/sshd_config")],
                 path.join(h.root, "log/sshd.log"), HOST_ENV);
             writeState(c, state);
@@ -843,12 +871,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         // images
         let images: Record<string, string>;
         let proxyImage: string;
-        if (cached) {
-            // The cache holds the refs of whichever cluster built it; the digests are the same from any registry on
-            // that storage, so only the registry part becomes this cluster's.
-            const here = (ref: string) => ref.replace(/^[^/]+\//, `${c.registry}/`);
-            images = Object.fromEntries(Object.entries(JSON.parse(fs.readFileSync(imagesFile, "utf8")) as Record<string, string>).map(([t, r]) => [t, here(r)]));
-            proxyImage = here(JSON.parse(fs.readFileSync(proxyFile, "utf8")).image);
+        if (refs) {
+            ({ images, proxyImage } = refs);
         } else {
             const builder = hostStates[0];
             const ctx = {
@@ -892,6 +916,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             pids: { sshd: h.sshdPid!, dockerd: h.dockerdPid! },
             hostKey: hostPublicKey(h),
             storageDriver: storageDrivers.get(h.name)!,
+            preloaded: template !== undefined && storageDrivers.get(h.name) === "overlay2",
         }));
         const byName = (name: string): SimHost => {
             const h = hosts.find(x => x.name === name || x.address === name);
@@ -913,6 +938,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             env,
             models,
             timings,
+            imagesBuilt: !cached,
             host: byName,
             dockerEnv: host => ({ ...env, DOCKER_HOST: byName(host).dockerHost }),
             async setFaults(host, faults) {

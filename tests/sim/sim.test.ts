@@ -100,8 +100,17 @@ describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout
         for (const h of sim.hosts) {
             const before = await sim.docker(h.name, ["image", "inspect", ref]);
             assert.notEqual(before.code, 0, `${h.name} must not have the image before pulling`);
-            const p = await sim.docker(h.name, ["pull", "-q", ref], { timeoutMs: 120_000 });
+            // Preloaded (tests/sim/preload.ts): the stand-ins' layers, no image names; the pull still fetches the
+            // manifest by digest from this cluster's registry, then finds the image it names in the store.
+            // A bring-up that built the images (nothing cached yet) starts with empty image stores.
+            assert.equal(h.preloaded, !sim.imagesBuilt, `${h.name}: a sim on a cached registry starts with its layers`);
+            const names = await sim.docker(h.name, ["images", "--format", "{{.Repository}}:{{.Tag}}"]);
+            assert.deepEqual(names.stdout.trim().split("\n").filter(n => n !== "<none>:<none>" && n !== ""), [], names.stdout);
+            const p = await sim.docker(h.name, ["pull", ref], { timeoutMs: 120_000 });
             assert.equal(p.code, 0, p.stderr);
+            if (h.preloaded) assert.doesNotMatch(p.stdout, /Pulling fs layer|Pull complete/, p.stdout);
+            else assert.match(p.stdout, /: Pull complete$/m, p.stdout);
+            assert.match(p.stdout, new RegExp(`^Digest: ${ref.split("@")[1]}\nStatus: Downloaded newer image for ${ref.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"), p.stdout);
             const r = await sim.docker(h.name, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref]);
             assert.equal(r.code, 0, r.stderr);
             digests.push(r.stdout.trim());
