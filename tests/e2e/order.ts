@@ -2,31 +2,32 @@
 // starts last and leaves the other lanes idle at the end of the run (the run lasts at least as long as its longest
 // file). Seconds per file from the clean-clone run this order was last set from, with three files at a time; a file not
 // listed yet runs first (its duration is unknown), and tests/unit/e2e-order.test.ts names any file this list lacks.
+// Set from the run of faf6635 on 2026-12-02 (a file's seconds summed over its top-level tests).
 import * as fs from "fs";
 import * as path from "path";
 
 export const E2E_SECONDS: Readonly<Record<string, number>> = {
-    "tests/e2e/cluster.test.ts": 583,
-    "tests/e2e/demo.test.ts": 337,
-    "tests/e2e/gb10.test.ts": 315,
-    "tests/e2e/real-vllm.test.ts": 294,
-    "tests/e2e/ray-doors.test.ts": 289,
-    "tests/e2e/recovery.test.ts": 269,
-    "tests/e2e/status.test.ts": 245,
-    "tests/e2e/ray-auth.test.ts": 232,
-    "tests/e2e/fabric.test.ts": 228,
-    "tests/e2e/proxy.test.ts": 219,
-    "tests/e2e/refresh.test.ts": 208,
-    "tests/e2e/rotation.test.ts": 196,
-    "tests/e2e/engine-order.test.ts": 194,
-    "tests/e2e/per-host-fabric.test.ts": 192,
-    "tests/e2e/ssh-hostkey.test.ts": 183,
-    "tests/e2e/shared-hosts.test.ts": 166,
-    "tests/e2e/relaunch.test.ts": 132,
-    "tests/e2e/init.test.ts": 97,
-    "tests/e2e/weights-copy.test.ts": 97,
-    "tests/sim/sim.test.ts": 51,
-    "tests/e2e/rayless.test.ts": 49,
+    "tests/e2e/cluster.test.ts": 450,
+    "tests/e2e/gb10.test.ts": 228,
+    "tests/e2e/demo.test.ts": 221,
+    "tests/e2e/status.test.ts": 208,
+    "tests/e2e/fabric.test.ts": 194,
+    "tests/e2e/recovery.test.ts": 187,
+    "tests/e2e/ray-doors.test.ts": 172,
+    "tests/e2e/rotation.test.ts": 170,
+    "tests/e2e/ray-auth.test.ts": 169,
+    "tests/e2e/refresh.test.ts": 158,
+    "tests/e2e/ssh-hostkey.test.ts": 140,
+    "tests/e2e/proxy.test.ts": 138,
+    "tests/e2e/shared-hosts.test.ts": 138,
+    "tests/e2e/engine-order.test.ts": 135,
+    "tests/e2e/real-vllm.test.ts": 124,
+    "tests/e2e/relaunch.test.ts": 111,
+    "tests/e2e/per-host-fabric.test.ts": 109,
+    "tests/e2e/init.test.ts": 68,
+    "tests/e2e/weights-copy.test.ts": 62,
+    "tests/e2e/rayless.test.ts": 38,
+    "tests/sim/sim.test.ts": 35,
 };
 
 /** Every end-to-end file (repository-relative), as the runner starts them: unlisted ones first, then longest first. */

@@ -4,7 +4,8 @@
 // Three lanes on the 2-core CI machine: the files are CPU-bound only part of the time (a supervisor's back-off, a
 // probe's timeout, vLLM's load), so a third lane fills what two leave idle; README "Test durations" has the runs.
 // SPARK_VLLM_E2E_LANES overrides it.
-import { spawnSync } from "child_process";
+import { run } from "node:test";
+import { spec, tap } from "node:test/reporters";
 import * as path from "path";
 import { e2eFiles } from "./order";
 
@@ -14,13 +15,17 @@ if (!/^[1-9][0-9]*$/.test(lanes)) {
     console.error(`SPARK_VLLM_E2E_LANES=${lanes}: expected a whole number of files at a time, e.g. 3`);
     process.exit(2);
 }
-const named = process.argv.slice(2);
-const files = named.length ? named : e2eFiles(ROOT);
-const r = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${lanes}`, "--test-timeout=1800000", ...files], {
-    cwd: ROOT,
-    stdio: "inherit",
-    // V8's code cache for every node process of the run (the test files, the test engine, the program, the policy
-    // pack), kept in the git-ignored .sim/: each `up` starts three of them.
-    env: { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.join(ROOT, ".sim", "node-compile-cache") },
+const named = process.argv.slice(2).map(f => path.resolve(f));
+// V8's code cache for every node process of the run (the test files, the test engine, the program, the policy pack,
+// each `up` starting three), kept in the git-ignored .sim/; the files' processes inherit it.
+process.env.NODE_COMPILE_CACHE ??= path.join(ROOT, ".sim", "node-compile-cache");
+// run() and not `node --test FILES`: the command line starts its files sorted by name whatever their order (node
+// 22.23, given d c a b, started a b c d), run() in the order given. Each file's process gets this one's `--import tsx`.
+const stream = run({
+    files: named.length ? named : e2eFiles(ROOT).map(f => path.join(ROOT, f)),
+    concurrency: Number(lanes),
+    timeout: 30 * 60_000,
 });
-process.exit(r.status ?? 1);
+stream.on("test:fail", () => { process.exitCode = 1; });
+// The reporter `node --test` picks: spec on a terminal, TAP otherwise (CI's log).
+(process.stdout.isTTY ? stream.compose(new spec()) : stream.compose(tap)).pipe(process.stdout);
