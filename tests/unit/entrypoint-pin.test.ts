@@ -59,6 +59,8 @@ async function entrypointTurn(tools: string, pin: string, done: (stderr: string)
     child.stdout.on("data", d => stdout += d);
     child.stderr.on("data", d => stderr += d);
     for (const until = Date.now() + 30_000; !done(stderr) && Date.now() < until;) await new Promise(res => setTimeout(res, 100));
+    // The rest of the turn's output (DONE may see its effect before the program exits); the loop then sleeps 5 s, so
+    // 300 ms ends it in that sleep, before a second turn.
     await new Promise(res => setTimeout(res, 300));
     process.kill(-child.pid!, "SIGKILL");
     await new Promise(res => child.on("close", res));
