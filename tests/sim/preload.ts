@@ -50,14 +50,17 @@ export async function layerTemplate(o: LayerTemplateOptions): Promise<string> {
         fs.mkdirSync(o.scratchDir, { recursive: true });
         fs.mkdirSync(tmp, { recursive: true });
         const t0 = Date.now();
-        await pullInto(o, path.join(tmp, "root"));
-        // Only the image store and the layers: no daemon ID, network state or containers travel to the hosts.
-        const root = path.join(tmp, "root");
-        fs.mkdirSync(path.join(tmp, "template"));
-        for (const d of ["image", "overlay2"]) fs.renameSync(path.join(root, d), path.join(tmp, "template", d));
-        fs.writeFileSync(path.join(tmp, "template", "image", "overlay2", "repositories.json"), JSON.stringify({ Repositories: {} }));
-        fs.renameSync(path.join(tmp, "template"), dir);
-        fs.rmSync(tmp, { recursive: true, force: true });
+        try {
+            await pullInto(o, path.join(tmp, "root"));
+            // Only the image store and the layers: no daemon ID, network state or containers travel to the hosts.
+            const root = path.join(tmp, "root");
+            fs.mkdirSync(path.join(tmp, "template"));
+            for (const d of ["image", "overlay2"]) fs.renameSync(path.join(root, d), path.join(tmp, "template", d));
+            fs.writeFileSync(path.join(tmp, "template", "image", "overlay2", "repositories.json"), JSON.stringify({ Repositories: {} }));
+            fs.renameSync(path.join(tmp, "template"), dir);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
         o.log(`layer template: ${o.refs.length} images in ${Date.now() - t0} ms`);
         return dir;
     } finally {
@@ -82,7 +85,7 @@ async function pullInto(o: LayerTemplateOptions, dataRoot: string): Promise<void
         const docker = (args: string[], timeoutMs: number) => run(["docker", "-H", `unix://${sock}`, ...args], { env: o.env, timeoutMs });
         for (const until = Date.now() + 30_000; (await docker(["info", "--format", "{{.Driver}}"], 10_000)).stdout.trim() !== "overlay2";) {
             if (!alive(pid) || Date.now() > until)
-                throw new Error(`the layer template's dockerd did not start; log ${logFile}:\n${fs.readFileSync(logFile, "utf8").split("\n").slice(-15).join("\n")}`);
+                throw new Error(`the layer template's dockerd did not start; the end of its log:\n${fs.readFileSync(logFile, "utf8").split("\n").slice(-15).join("\n")}`);
             await sleep(150); // poll interval of this wait for the daemon
         }
         for (const ref of o.refs) {
