@@ -172,9 +172,10 @@ export interface SimOptions {
      */
     hubMirror?: boolean;
     /**
-     * Hosts start holding the layers of every image in the sim registry, and no image names: a pull by digest asks the
-     * registry for the manifest and finds its layers "Already exists" (tests/sim/preload.ts). Default true, once the
-     * registry's images are built (a run that builds them starts with empty image stores); false: empty image stores.
+     * Hosts start holding the layers of every image in the sim registry, and no image names: a pull by digest fetches
+     * and checks the manifest from the registry, then finds the image in the store and downloads nothing
+     * (tests/sim/preload.ts). Default true, once the registry's images are built (a run that builds them starts with
+     * empty image stores); false: empty image stores.
      */
     preload?: boolean;
 }
