@@ -110,7 +110,7 @@ describe("simulated Spark hosts", { skip: isRoot ? false : "needs root", timeout
             assert.equal(p.code, 0, p.stderr);
             if (h.preloaded) assert.doesNotMatch(p.stdout, /Pulling fs layer|Pull complete/, p.stdout);
             else assert.match(p.stdout, /: Pull complete$/m, p.stdout);
-            assert.match(p.stdout, new RegExp(`^Digest: ${ref.split("@")[1]}\nStatus: Downloaded newer image for ${ref.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"), p.stdout);
+            assert.ok(p.stdout.includes(`\nDigest: ${ref.split("@")[1]}\nStatus: Downloaded newer image for ${ref}\n`), p.stdout);
             const r = await sim.docker(h.name, ["image", "inspect", "--format", "{{json .RepoDigests}}", ref]);
             assert.equal(r.code, 0, r.stderr);
             digests.push(r.stdout.trim());
