@@ -1,8 +1,8 @@
 // The order `npm run test:e2e` starts the end-to-end files in (tests/e2e/run.ts): longest first, so that no long file
 // starts last and leaves the other lanes idle at the end of the run (the run lasts at least as long as its longest
-// file). Seconds per file from the clean-clone run this order was last set from, with three files at a time; a file not
-// listed yet runs first (its duration is unknown), and tests/unit/e2e-order.test.ts names any file this list lacks.
-// Set from the run of faf6635 on 2026-12-02 (a file's seconds summed over its top-level tests).
+// file). Seconds per file, summed over its top-level tests, from a full run of faf6635 on 2026-12-02 with three files
+// at a time; a file not listed yet runs first (its duration is unknown), and tests/unit/e2e-order.test.ts names any
+// file this list lacks.
 import * as fs from "fs";
 import * as path from "path";
 

@@ -18,7 +18,7 @@ import * as path from "path";
 import { holdLock, must, run, sleep, spawnDaemon, stopPid, alive } from "./util";
 
 /** The template's name inside a registry's cache entry. */
-export const LAYER_TEMPLATE = "layers-overlay2";
+const LAYER_TEMPLATE = "layers-overlay2";
 
 export interface LayerTemplateOptions {
     /** The registry's cache entry (its `data/`, images.json): the template is made inside it. */
