@@ -4,7 +4,7 @@ import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan";
 import { ResourceNames } from "./naming";
-import { Wiring, digest } from "./wiring";
+import { Wiring, digest, unknownNotSecret } from "./wiring";
 import { chainCertificates, givenTlsError, givenTlsProblems, givenTlsStdin } from "./givenTls";
 import { CONTAINER, IMAGE } from "./resources";
 import { SparkHost } from "./sparkHost";
@@ -76,7 +76,7 @@ export class EndpointProxy extends pulumi.ComponentResource {
                 if (problems.length > 0) throw givenTlsError(problems);
                 return { tlsCertificate, tlsPrivateKey };
             });
-            givenStdin = pulumi.secret(texts.apply(givenTlsStdin));
+            givenStdin = unknownNotSecret(pulumi.secret(texts.apply(givenTlsStdin)));
             // A rotated certificate or key rewrites the files (and so restarts the proxy): its digest, never its text.
             wiring.set(names.of("proxy-cert"), undefined, digest(givenStdin));
             this.givenCertificate = pulumi.unsecret(texts.apply(t => chainCertificates(t.tlsCertificate).join("")));

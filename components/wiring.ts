@@ -13,14 +13,46 @@ import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
 import { COMMAND, GATE, PASSWORD, PlannedResource, PlannedType } from "./resources";
 
-/** A secret as a command's stdin: its first line, still secret. */
+/**
+ * The same value, and as secret as it is, once it is known; while unknown (a preview of a stack whose secret is
+ * generated, or comes from a resource not created yet), an unknown that is not marked secret. An unknown holds no
+ * value to hide, and the marker on it breaks the real preview: @pulumi/pulumi 3.276.0 sends a secret unknown as a
+ * secret wrapping the unknown (runtime/rpc.js serializeProperty: "Preserve the secret marker even when the value is
+ * unknown"); pulumi-command 1.2.1's Check (pulumi-go-provider v1.3.0) answers that as a secret with no value inside
+ * `triggers`, which the CLI refuses (`triggers[1]: malformed secret: missing value`, pulumi/pulumi
+ * sdk/go/propertyrpc/unmarshal.go), and as a secret "" for a string such as `stdin`, which the policy pack is then
+ * given instead of an unknown. Once the value is known (every `up` step: a resource registers after what its inputs
+ * come from was created) it is sent as a secret again. Built as @pulumi/pulumi's own `secret`/`unsecret` build
+ * theirs (output.js: `new Output(resources, promise(true), isKnown, isSecret, allResources)`).
+ */
+export function unknownNotSecret<T>(value: pulumi.Input<T>): pulumi.Output<T> {
+    const o = pulumi.output(value);
+    const parts = o as unknown as OutputParts<T>;
+    const isKnown = internals(o).isKnown;
+    const isSecret = Promise.all([isKnown, parts.isSecret]).then(([known, secret]) => known && secret);
+    return new (pulumi.Output as unknown as OutputConstructor)(parts.resources(), parts.promise(true), isKnown, isSecret, parts.allResources()) as pulumi.Output<T>;
+}
+/** The members of @pulumi/pulumi 3.276.0's OutputImpl that `secret`/`unsecret` read (output.js), and its constructor. */
+interface OutputParts<T> {
+    resources(): Set<pulumi.Resource>;
+    allResources(): Promise<Set<pulumi.Resource>>;
+    promise(withUnknowns?: boolean): Promise<T>;
+    isSecret: Promise<boolean>;
+}
+type OutputConstructor = new (resources: Set<pulumi.Resource>, promise: Promise<unknown>, isKnown: Promise<boolean>, isSecret: Promise<boolean>, allResources: Promise<Set<pulumi.Resource>>) => unknown;
+
+/** A secret as a command's stdin: its first line, secret (an unknown one unmarked: unknownNotSecret). */
 export function stdinLine(secret: pulumi.Input<string>): pulumi.Output<string> {
-    return pulumi.secret(pulumi.output(secret).apply(s => `${s}\n`));
+    return unknownNotSecret(pulumi.secret(pulumi.output(secret).apply(s => `${s}\n`)));
 }
 
-/** A short digest (sha256, 16 hex): what a follower's triggers carry instead of the value (a secret, or a list that grows with the hosts). */
+/**
+ * A short digest (sha256, 16 hex): what a follower's triggers carry instead of the value (a secret, or a list that
+ * grows with the hosts). A secret's digest stays secret (a given API key may be short enough to guess from its
+ * digest); an unknown one is unmarked (unknownNotSecret).
+ */
 export function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
-    return pulumi.output(secret).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16));
+    return unknownNotSecret(pulumi.output(secret).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16)));
 }
 
 interface Built {

@@ -12,6 +12,7 @@ import { Empty } from "google-protobuf/google/protobuf/empty_pb";
 import { Struct } from "google-protobuf/google/protobuf/struct_pb";
 import { previewCreate } from "./previews";
 import { decode } from "./wire";
+import { checkedInputs } from "./check";
 
 export const STACK_TYPE = "pulumi:pulumi:Stack";
 
@@ -175,7 +176,14 @@ export class Monitor {
 
     private async register(req: resproto.RegisterResourceRequest): Promise<resproto.RegisterResourceResponse> {
         const parent = req.getParent() || undefined;
-        const wire = req.getObject()?.toJavaScript() ?? {};
+        // As the resource's provider's Check returns them (check.ts): what the engine diffs and the analyzer is given.
+        let wire: Record<string, any>;
+        try {
+            wire = checkedInputs(req.getType(), (req.getObject()?.toJavaScript() ?? {}) as Record<string, any>);
+        } catch (err) {
+            this.fail(err);
+            throw err;
+        }
         const propertyDependencies: Record<string, string[]> = {};
         req.getPropertydependenciesMap().forEach((deps: resproto.RegisterResourceRequest.PropertyDependencies, key: string) => {
             propertyDependencies[key] = deps.getUrnsList();
