@@ -180,11 +180,17 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
     add({ name: n.of("images"), type: GATE, inputs: {}, dependsOn: images, replacedBy: images });
 
-    // 3. Containers, once every host has passed and holds the agreed image (through the gate: every image).
+    // 3. Containers, once every host has passed and holds the agreed image (through the gate: every image). The other
+    // hosts' containers wait for the head's: replaced together (a new image), the real engine deletes the launches they
+    // share (vLLM, the Ray head) in the chain of the first to register only (pulumi/pulumi step_generator.go,
+    // sg.pendingDeletes), so a worker's container registering first stopped the head's container while vLLM's delete
+    // still ran in it (`Process exited with status 137`, issue 37). Registering the head's first, its chain stops
+    // every launch that depends on it before any container goes.
+    const headContainer = n.host(head.name, "container");
     hosts.forEach((h, i) =>
         add({ name: n.host(h.host.name, "container"), type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
             inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
-            dependsOn: [images[i], n.of("images")], replacedBy: [n.of("images")] }));
+            dependsOn: [images[i], n.of("images"), ...(i > 0 ? [headContainer] : [])], replacedBy: [n.of("images")] }));
 
     const containers = hosts.map(h => n.host(h.host.name, "container"));
     add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
@@ -260,10 +266,17 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // in its triggers), and goes before it: replacing it first stops vLLM (deleteBeforeReplace), so it never measures
     // a running vLLM's memory. The digest, not the text: the head's launch names every Ray node (its gate), so its
     // text in every host's triggers was N copies of a list of N (issue 17).
+    // The other hosts' gates wait for the head's: when several gates are replaced, the real engine deletes the
+    // launches they share in the chain of the first to register only ("If we already deleted this resource due to some
+    // other DBR, don't do it again", pulumi/pulumi pkg/resource/deploy/step_generator.go, sg.pendingDeletes), so a
+    // second host's gate measured while the old vLLM was still stopping (issue 37; tests/e2e/cluster.test.ts). The
+    // head's gate registers first and its chain stops vLLM before it is created again; what the head's gate waits
+    // for (compat, Ray formed), the others wait for through it.
     const memory = hosts.map(h => n.host(h.host.name, "memory"));
     hosts.forEach((h, i) => command(memory[i], h.host, h.memoryGate, {
         triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])].map(sha256),
-        dependsOn: [container(h.host), n.of("compat"), ...(h.fabricRank ? [n.host(h.host.name, "fabric")] : []), ...(plan.backend === "ray" ? [formed] : [])],
+        dependsOn: [container(h.host), ...(h.fabricRank ? [n.host(h.host.name, "fabric")] : []),
+            ...(i === 0 ? [n.of("compat"), ...(plan.backend === "ray" ? [formed] : [])] : [memory[0]])],
         replacedBy: [...new Set([container(h.host), formed]), n.of("api-key")], deleteBeforeReplace: true }));
     command(n.of("vllm-launch"), head, plan.vllmLaunch, {
         triggers: launch(head), dependsOn: [formed, n.of("compat"), ...memory], replacedBy: [formed, n.of("api-key"), ...memory] });

@@ -351,10 +351,10 @@ class Engine {
         }
         const dependents = dependentReplacements(old, Object.values(this.state.resources), this.seen, (n, inputs) => diff(n.type, n, inputs) === "replace");
         for (const d of [...dependents].reverse()) {
-            // Another replacement (a second host's container) may be deleting it already: wait for that delete.
-            const deleting = this.deletingAhead.get(d.urn);
-            if (deleting) { await deleting; continue; }
-            if (this.deletedAhead.has(d.urn)) continue;
+            // Another replacement (a second host's container) deleting it already, or done: not waited for, as the real
+            // engine does not ("If we already deleted this resource due to some other DBR, don't do it again",
+            // pulumi/pulumi pkg/resource/deploy/step_generator.go, sg.pendingDeletes; seen on the real CLI: issue 37).
+            if (this.deletingAhead.has(d.urn) || this.deletedAhead.has(d.urn)) continue;
             const done = (async () => {
                 const startMs = Date.now() - this.t0;
                 this.emit({ kind: "start", op: "delete", type: d.type, name: d.name });
