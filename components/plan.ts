@@ -203,7 +203,11 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Ow
             { name: "memlock", soft: -1, hard: -1 },
             { name: "stack", soft: 67108864, hard: 67108864 },
         ],
-        capabilities: ["IPC_LOCK"],
+        // As dockerd stores and reports it (docker/docker v28.3.0 oci/caps/utils.go NormalizeLegacyCapabilities adds the
+        // CAP_ prefix): the docker provider's Read takes HostConfig.CapAdd as it is (kreuzwerker/terraform-provider-docker
+        // v4.5.0 resource_docker_container_funcs.go), so "IPC_LOCK" read back as "CAP_IPC_LOCK" after a refresh and
+        // replaced every container on the next up (issue 37).
+        capabilities: ["CAP_IPC_LOCK"],
         // Moot while ipcMode is host: /dev/shm is then the host's and Docker ignores --shm-size (docker run reference,
         // --ipc). Kept so the container is still sound if IPC is ever made private (Docker's default is only 64 MB).
         shmSizeMb: spec.shmSizeMb,

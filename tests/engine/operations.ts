@@ -384,8 +384,8 @@ export async function removeContainer(t: Transport, target: DockerTarget, state:
 export async function inspectContainer(t: Transport, target: DockerTarget, id: string): Promise<LiveContainer | undefined> {
     const ids = (await mustDocker(t, target, ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"])).split("\n").map(l => l.trim());
     if (!ids.includes(id)) return undefined;
-    const state = JSON.parse(await mustDocker(t, target, ["container", "inspect", "--format", "{{json .State}}", id]));
-    return { id, running: state.Running === true, exitCode: state.ExitCode ?? 0 };
+    const { State: state, HostConfig: hostConfig } = JSON.parse(await mustDocker(t, target, ["container", "inspect", "--format", "{{json .}}", id]));
+    return { id, running: state.Running === true, exitCode: state.ExitCode ?? 0, capAdd: hostConfig?.CapAdd ?? [] };
 }
 
 /**

@@ -9,6 +9,8 @@ export interface LiveContainer {
     id: string;
     running: boolean;
     exitCode: number;
+    /** HostConfig.CapAdd as the daemon stores it (normalized with the CAP_ prefix). */
+    capAdd: string[];
 }
 
 /** What an image's inspect says (`ImageInspect(name)`), or undefined: not on the host. */
@@ -54,11 +56,18 @@ export function readKind(e: Entry): "container" | "image" | undefined {
  */
 export function readContainer(e: Entry, live: LiveContainer | undefined): Entry | undefined {
     if (!live) return undefined;
+    // `capabilities.add` is read back from HostConfig.CapAdd as the daemon stores it (resourceDockerContainerRead:
+    // d.Set("capabilities", … "add": container.HostConfig.CapAdd), which dockerd normalizes to CAP_… (docker/docker
+    // v28.3.0 oci/caps/utils.go NormalizeLegacyCapabilities): an input "IPC_LOCK" reads back as "CAP_IPC_LOCK"
+    // (seen on the real provider: issue 37).
+    const read = e.inputs.capabilities?.adds !== undefined && live.capAdd.length > 0
+        ? { ...e, inputs: { ...e.inputs, capabilities: { ...e.inputs.capabilities, adds: live.capAdd } } }
+        : e;
     // must_run defaults to true; the bridge's refresh updates only the inputs already present (pulumi-terraform-bridge
     // v3.133.0 pkg/tfbridge/provider.go Read → schema.go ExtractInputsFromOutputs with isRefresh).
-    if (live.running || (e.outputs.mustRun ?? e.inputs.mustRun ?? true) === false) return e;
-    const inputs = "mustRun" in e.inputs ? { ...e.inputs, mustRun: false } : e.inputs;
-    return { ...e, inputs, outputs: { ...e.outputs, mustRun: false, exitCode: live.exitCode } };
+    if (live.running || (e.outputs.mustRun ?? e.inputs.mustRun ?? true) === false) return read;
+    const inputs = "mustRun" in read.inputs ? { ...read.inputs, mustRun: false } : read.inputs;
+    return { ...read, inputs, outputs: { ...read.outputs, mustRun: false, exitCode: live.exitCode } };
 }
 
 /**

@@ -25,7 +25,7 @@ describe("what each provider's Read makes of an entry", () => {
 
     it("a stopped container that must run is read back with mustRun false (its id kept), and the program's mustRun: true is then an update", () => {
         const c = entry(CONTAINER, { name: "spark-vllm-a", image: "r@sha256:1", mustRun: true });
-        const read = readContainer(c, { id: "c0ffee", running: false, exitCode: 137 })!;
+        const read = readContainer(c, { id: "c0ffee", running: false, exitCode: 137, capAdd: [] })!;
         assert.equal(read.id, "c0ffee");
         assert.equal(read.inputs.mustRun, false);
         assert.equal(read.outputs.mustRun, false);
@@ -36,10 +36,22 @@ describe("what each provider's Read makes of an entry", () => {
 
     it("a running container, or a stopped one that need not run, reads as it is", () => {
         const c = entry(CONTAINER, { name: "a", mustRun: true });
-        assert.equal(readContainer(c, { id: "c0ffee", running: true, exitCode: 0 }), c);
+        assert.equal(readContainer(c, { id: "c0ffee", running: true, exitCode: 0, capAdd: [] }), c);
         const idle = entry(CONTAINER, { name: "a", mustRun: false });
-        assert.equal(readContainer(idle, { id: "c0ffee", running: false, exitCode: 0 }), idle);
+        assert.equal(readContainer(idle, { id: "c0ffee", running: false, exitCode: 0, capAdd: [] }), idle);
         assert.equal(refreshOp(c, c), "same");
+    });
+
+    it("capabilities read back as dockerd stores them: an input IPC_LOCK refreshes to CAP_IPC_LOCK and the next up replaces the container; the program's CAP_IPC_LOCK reads back the same", () => {
+        const legacy = entry(CONTAINER, { name: "a", mustRun: true, capabilities: { adds: ["IPC_LOCK"] } });
+        const read = readContainer(legacy, { id: "c0ffee", running: true, exitCode: 0, capAdd: ["CAP_IPC_LOCK"] })!;
+        assert.deepEqual(read.inputs.capabilities, { adds: ["CAP_IPC_LOCK"] });
+        assert.equal(refreshOp(legacy, read), "update");
+        assert.equal(diff(CONTAINER, read, legacy.inputs), "replace");
+        const current = entry(CONTAINER, { name: "a", mustRun: true, capabilities: { adds: ["CAP_IPC_LOCK"] } });
+        const again = readContainer(current, { id: "c0ffee", running: true, exitCode: 0, capAdd: ["CAP_IPC_LOCK"] })!;
+        assert.equal(refreshOp(current, again), "same");
+        assert.equal(diff(CONTAINER, again, current.inputs), "same");
     });
 
     it("an image not on the host leaves the state; one there is read with its id and repo digest, which alone is no change", () => {
