@@ -8,6 +8,7 @@ import { run } from "node:test";
 import { spec, tap } from "node:test/reporters";
 import * as path from "path";
 import { e2eFiles } from "./order";
+import { engineLine, findRealPulumi } from "../engine/real";
 
 const ROOT = path.join(__dirname, "..", "..");
 const lanes = process.env.SPARK_VLLM_E2E_LANES ?? "3";
@@ -16,6 +17,15 @@ if (!/^[1-9][0-9]*$/.test(lanes)) {
     process.exit(2);
 }
 const named = process.argv.slice(2).map(f => path.resolve(f));
+// The real Pulumi when its CLI, Node.js language host and providers are installed (tests/engine/real.ts), else the
+// test engine; SPARK_VLLM_ENGINE chooses (real, grpc, mocks). The files' processes inherit the choice.
+if (process.env.SPARK_VLLM_ENGINE === undefined) {
+    const { found, missing } = findRealPulumi();
+    process.env.SPARK_VLLM_ENGINE = found ? "real" : "grpc";
+    if (!found) console.log(`# the real Pulumi is not installed here (${missing.join("; ")})`);
+}
+const engine = `# end-to-end files run on ${engineLine()}`;
+console.log(engine);
 // V8's code cache for every node process of the run (the test files, the test engine, the program, the policy pack,
 // each `up` starting three), kept in the git-ignored .sim/; the files' processes inherit it.
 process.env.NODE_COMPILE_CACHE ??= path.join(ROOT, ".sim", "node-compile-cache");
@@ -27,5 +37,7 @@ const stream = run({
     timeout: 30 * 60_000,
 });
 stream.on("test:fail", () => { process.exitCode = 1; });
+// Once more at the end, beside the summary CI reads.
+stream.on("end", () => console.log(engine));
 // The reporter `node --test` picks: spec on a terminal, TAP otherwise (CI's log).
 (process.stdout.isTTY ? stream.compose(new spec()) : stream.compose(tap)).pipe(process.stdout);

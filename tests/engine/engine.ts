@@ -6,6 +6,7 @@ import * as path from "path";
 import type { EngineEvent, Report, Request } from "./run";
 import { ENGINE_SCRATCH_ENV, type Transport } from "./operations";
 import type { Op } from "./state";
+import { realDestroy, realUp, usesRealPulumi } from "./real";
 
 export type { EngineEvent, Report, Op };
 
@@ -69,6 +70,7 @@ function runChild(request: Request, opts: RunOptions = {}): Promise<Report> {
 }
 
 export function up(stack: Stack, opts: UpOptions = {}): Promise<Report> {
+    if (usesRealPulumi()) return realUp(stack, opts);
     return runChild({ mode: "up", stack: stack.name, config: stack.config, secretKeys: stack.secretKeys, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent,
         ...(opts.refresh ? { refresh: true } : {}),
         ...(opts.replace?.length ? { replace: opts.replace } : {}),
@@ -76,6 +78,7 @@ export function up(stack: Stack, opts: UpOptions = {}): Promise<Report> {
 }
 
 export function destroy(stack: Stack, opts: RunOptions = {}): Promise<Report> {
+    if (usesRealPulumi()) return realDestroy(stack, opts);
     return runChild({ mode: "destroy", stack: stack.name, config: stack.config, statePath: stack.statePath, transport: stack.transport, progress: !!opts.onEvent }, opts);
 }
 
