@@ -101,8 +101,11 @@ test("npm run toolchain skips a binary already built and names the module and th
     assert.ok(!fs.existsSync(path.join(dir, "pulumi-language-nodejs")));
 });
 
-test("the providers built at random 4.21.1 / docker 5.1.0 lack nothing the program uses from npm's 4.21.2 / 5.2.0", () => {
-    // @pulumi/docker 5.2.0 adds one input over 5.1.0, Container.deviceCgroupRules; random 4.21.2 changes doc comments.
+test("random is pinned to the provider built here (4.21.1); the docker provider built at 5.1.0 lacks nothing the program uses from npm's 5.2.0", () => {
+    // No source of pulumi-docker 5.2.0 is to be had here (the fetched repository's last tag is v5.1.0), and npm has no
+    // @pulumi/docker 5.1.0: the 5.1.0 provider runs from PATH (the CLI warns it is older). 5.2.0 adds one input over
+    // 5.1.0, Container.deviceCgroupRules.
+    assert.equal(JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/@pulumi/random/package.json"), "utf8")).version, "4.21.1");
     const dts = fs.readFileSync(path.join(ROOT, "node_modules/@pulumi/docker/container.d.ts"), "utf8");
     assert.match(dts, /deviceCgroupRules/, "the input the pin leaves out exists in the installed SDK");
     const sources = ["index.ts", ...fs.readdirSync(path.join(ROOT, "components")).filter(f => f.endsWith(".ts")).map(f => `components/${f}`)];
