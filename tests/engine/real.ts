@@ -20,6 +20,7 @@ import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { isDeepStrictEqual } from "util";
 import * as yaml from "js-yaml";
 import type { Report, UpOptions, RunOptions, Stack } from "./engine";
 import type { Op, OpKind, State } from "./state";
@@ -263,10 +264,10 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
     return { ops: [...ops.values()], errors, error: errors[0], warnings, policy, ...(refresh.length ? { refresh } : {}), wallMs: Date.now() - t0, startedAt: t0 };
 }
 
-/** A refresh step's result (step.go RefreshStep.ResultOp): gone, changed inputs, or the same. */
+/** A refresh step's result, as the test engine's refreshOp judges it (tests/engine/refresh.ts): gone, changed inputs, or the same. */
 function refreshResult(m: Record<string, any>): RefreshStep["op"] {
-    if (!m.new || m.new.id === "" || m.new.delete) return "delete";
-    return m.diffs?.length ? "update" : "same";
+    if (!m.new || !m.new.id) return "delete";
+    return isDeepStrictEqual(m.old?.inputs ?? {}, m.new.inputs ?? {}) ? "same" : "update";
 }
 
 /** The stack's state as the test engine's state file, for the files that read it (tests/engine/state.ts). */

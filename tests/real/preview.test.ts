@@ -69,8 +69,10 @@ describe("pulumi preview --diff of every committed stack on the real Pulumi, off
             const withPack = pulumi(dir, env, ["preview", "--diff", "--stack", stack, "--policy-pack", path.join(REPO, "policies"), "--json"]);
             assert.equal(withPack.status, 0, withPack.output);
             const result = JSON.parse(withPack.output.slice(withPack.output.indexOf("{")));
-            const created = (result.steps as Array<{ op: string; urn: string; type?: string }>)
-                .filter(s => s.op === "create" && !s.urn.includes("::pulumi:providers:") && !/::pulumi:pulumi:Stack::|::spark-vllm:index:/.test(s.urn))
+            // The resource's own type is the last of the URN's type chain (parent$child); components and providers aside.
+            const ownType = (urn: string) => urn.split("::")[2].split("$").pop()!;
+            const created = (result.steps as Array<{ op: string; urn: string }>)
+                .filter(s => s.op === "create" && !/^(pulumi|spark-vllm):/.test(ownType(s.urn)))
                 .map(s => s.urn.split("::").pop()!).sort();
             assert.deepEqual(created, plannedNames(stack));
             const mandatory = (result.diagnostics ?? []).filter((d: { message: string }) => /\[mandatory\]/.test(d.message));
