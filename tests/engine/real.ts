@@ -72,8 +72,15 @@ export function findRealPulumi(): { found?: RealPulumi; missing: string[] } {
     return { found: { dir, pulumi, providers, version }, missing };
 }
 
-/** Whether the end-to-end files run on the real Pulumi: SPARK_VLLM_ENGINE=real (tests/e2e/run.ts sets it when found). */
-export const usesRealPulumi = (env: NodeJS.ProcessEnv = process.env) => env.SPARK_VLLM_ENGINE === "real";
+let installed: boolean | undefined;
+/**
+ * Whether `up`/`destroy` (tests/engine/engine.ts: the end-to-end files, `npm run demo`, `npm run bench`) run on the real
+ * Pulumi: SPARK_VLLM_ENGINE=real, or unset and the real Pulumi installed; SPARK_VLLM_ENGINE=grpc or mocks: the test engine.
+ */
+export function usesRealPulumi(env: NodeJS.ProcessEnv = process.env): boolean {
+    if (env.SPARK_VLLM_ENGINE !== undefined) return env.SPARK_VLLM_ENGINE === "real";
+    return (installed ??= findRealPulumi().found !== undefined);
+}
 
 /** One line naming what the end-to-end files run on. */
 export function engineLine(env: NodeJS.ProcessEnv = process.env): string {
@@ -107,6 +114,9 @@ function workspace(stack: Stack, real: RealPulumi): Workspace {
         PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
         PULUMI_SKIP_UPDATE_CHECK: "true",
         PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+        // `--event-log` exists only with it (pulumi/pulumi pkg/cmd/pulumi/operations/up.go: env.DebugCommands); the
+        // Automation API sets it the same way (@pulumi/pulumi 3.276.0 automation/stack.js).
+        PULUMI_DEBUG_COMMANDS: "true",
         // As the test engine's runs: transpile only; npm test type-checks the program (tests/engine/run.ts runGrpc).
         PULUMI_NODEJS_TRANSPILE_ONLY: process.env.PULUMI_NODEJS_TRANSPILE_ONLY ?? "true",
     };
@@ -142,46 +152,48 @@ interface Event {
 
 /** Runs the CLI, reading its event log as it grows; progress as the test engine's (`onEvent`), abort by SIGINT. */
 function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOptions): Promise<{ code: number; output: string; events: Event[] }> {
-    const log = path.join(ws.dir, `events-${Date.now()}.jsonl`);
+    // A FIFO, not a file: the CLI opens the log with O_TRUNC once for the preview `up` runs first and again for the
+    // update (pulumi/pulumi pkg/backend/display/display.go startEventLogger), which rewrites a file under its reader.
+    // Opened read-write here, so the pipe has a writer between the two and never reads as ended.
+    const log = path.join(ws.dir, `events-${process.pid}-${Date.now()}.fifo`);
+    const made = spawnSync("mkfifo", ["-m", "600", log]);
+    if (made.status !== 0) throw new Error(`mkfifo ${log} failed: ${made.stderr}`);
     return new Promise(resolve => {
+        const events: Event[] = [];
+        let pending = Buffer.alloc(0), lastData = Date.now();
+        const reader = fs.createReadStream(log, { flags: "r+" });
+        reader.on("data", (chunk: Buffer | string) => {
+            lastData = Date.now();
+            pending = Buffer.concat([pending, Buffer.from(chunk)]);
+            // Whole lines only; a UTF-8 character split across chunks stays in `pending`.
+            const end = pending.lastIndexOf(0x0a);
+            if (end === -1) return;
+            const lines = pending.subarray(0, end).toString("utf8").split("\n");
+            pending = pending.subarray(end + 1);
+            for (const line of lines.filter(l => l.trim())) {
+                const e = JSON.parse(line);
+                events.push({ at: lastData, e });
+                progress(e, opts);
+            }
+        });
         const child = spawn(real.pulumi, ["--cwd", ws.dir, "--non-interactive", ...args, "--event-log", log], { env: ws.env, stdio: ["ignore", "pipe", "pipe"] });
         let output = "";
         child.stdout.on("data", d => (output += d));
         child.stderr.on("data", d => (output += d));
-        const events: Event[] = [];
-        let offset = 0, partial = "";
-        const read = () => {
-            let fd: number;
-            try { fd = fs.openSync(log, "r"); } catch { return; }
-            try {
-                const size = fs.fstatSync(fd).size;
-                if (size <= offset) return;
-                const buf = Buffer.alloc(size - offset);
-                fs.readSync(fd, buf, 0, buf.length, offset);
-                offset = size;
-                const lines = (partial + buf.toString("utf8")).split("\n");
-                partial = lines.pop()!;
-                const at = Date.now();
-                for (const line of lines.filter(l => l.trim())) {
-                    const e = JSON.parse(line);
-                    events.push({ at, e });
-                    progress(e, opts);
-                }
-            } finally {
-                fs.closeSync(fd);
-            }
-        };
-        const timer = setInterval(read, 100);
         // SIGINT, as Ctrl-C: the CLI cancels, lets running steps finish and records what they did.
         const stop = () => child.kill("SIGINT");
         if (opts.signal?.aborted) stop();
         opts.signal?.addEventListener("abort", stop, { once: true });
         child.on("close", code => {
-            clearInterval(timer);
             opts.signal?.removeEventListener("abort", stop);
-            read();
-            fs.rmSync(log, { force: true });
-            resolve({ code: code ?? 128, output, events });
+            // What the CLI wrote before it exited is in the pipe: read until it has been quiet a moment.
+            const drained = setInterval(() => {
+                if (Date.now() - lastData < 300) return;
+                clearInterval(drained);
+                reader.destroy();
+                fs.rmSync(log, { force: true });
+                resolve({ code: code ?? 128, output, events });
+            }, 100);
         });
     });
 }
