@@ -18,6 +18,7 @@
 //   (tests/engine/state.ts), for the files that read it.
 import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
+import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import { isDeepStrictEqual } from "util";
@@ -154,14 +155,17 @@ interface Event {
 function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOptions): Promise<{ code: number; output: string; events: Event[] }> {
     // A FIFO, not a file: the CLI opens the log with O_TRUNC once for the preview `up` runs first and again for the
     // update (pulumi/pulumi pkg/backend/display/display.go startEventLogger), which rewrites a file under its reader.
-    // Opened read-write here, so the pipe has a writer between the two and never reads as ended.
+    // Opened read-write here, so the pipe has a writer between the two and never reads as ended; and non-blocking, read
+    // through the event loop (a net.Socket on the FIFO: libuv's pipe handle): fs.createReadStream reads it in the
+    // thread pool, where a read no writer ever answers again stays blocked after destroy(), so every run took one of
+    // its four threads until the CLI's writes to a later FIFO blocked it for good.
     const log = path.join(ws.dir, `events-${process.pid}-${Date.now()}.fifo`);
     const made = spawnSync("mkfifo", ["-m", "600", log]);
     if (made.status !== 0) throw new Error(`mkfifo ${log} failed: ${made.stderr}`);
     return new Promise(resolve => {
         const events: Event[] = [];
         let pending = Buffer.alloc(0), lastData = Date.now();
-        const reader = fs.createReadStream(log, { flags: "r+" });
+        const reader = new net.Socket({ fd: fs.openSync(log, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
         reader.on("data", (chunk: Buffer | string) => {
             lastData = Date.now();
             pending = Buffer.concat([pending, Buffer.from(chunk)]);
@@ -178,8 +182,11 @@ function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOpt
         });
         const child = spawn(real.pulumi, ["--cwd", ws.dir, "--non-interactive", ...args, "--event-log", log], { env: ws.env, stdio: ["ignore", "pipe", "pipe"] });
         let output = "";
-        child.stdout.on("data", d => (output += d));
-        child.stderr.on("data", d => (output += d));
+        // The CLI's own output, also kept in the stack's folder (the last run of each command) for a failure's reader.
+        const kept = fs.createWriteStream(path.join(ws.dir, `last-${args[0]}.log`));
+        child.stdout.on("data", d => { output += d; kept.write(d); });
+        child.stderr.on("data", d => { output += d; kept.write(d); });
+        child.on("close", () => kept.end());
         // SIGINT, as Ctrl-C: the CLI cancels, lets running steps finish and records what they did.
         const stop = () => child.kill("SIGINT");
         if (opts.signal?.aborted) stop();
