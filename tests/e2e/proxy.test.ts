@@ -206,10 +206,9 @@ describe("the endpoint proxy on two simulated Sparks", () => {
     });
 
     test("a new key (the api-key replaced) rewrites the key file and restarts the proxy: the old key is refused, the new one accepted", async () => {
+        // `pulumi up --replace` of the generated key: a new RandomPassword, as a rotation would make.
         const state = JSON.parse(fs.readFileSync(stack.statePath, "utf8"));
-        delete state.resources[findEntry(state, "random:index/randomPassword:RandomPassword", N.of("api-key"))!.urn];
-        fs.writeFileSync(stack.statePath, JSON.stringify(state));
-        const r = await up(stack);
+        const r = await up(stack, { replace: [findEntry(state, "random:index/randomPassword:RandomPassword", N.of("api-key"))!.urn] });
         assert.equal(r.error, undefined, r.error);
         const newKey = r.outputs?.apiKey as string;
         assert.notEqual(newKey, apiKey);

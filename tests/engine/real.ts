@@ -245,6 +245,14 @@ function updateEvents(events: Event[]): Event[] {
     return previewEnd === -1 ? events : events.slice(previewEnd + 1);
 }
 
+/**
+ * The CLI's own warnings about the docker provider it runs from PATH (5.1.0, built here, for @pulumi/docker 5.2.0:
+ * tests/real/toolchain.test.ts says why), not the program's: "using pulumi-resource-docker from $PATH at …"
+ * (pulumi/pulumi sdk/go/common/workspace/plugins.go GetPluginPath) and "resource plugin docker is expected to have
+ * version >=5.2.0, but has 5.1.0; …" (pkg/host/host.go). Report.warnings holds the program's.
+ */
+const CLI_PLUGIN_WARNING = /^using pulumi-(resource|language)-\S+ from \$PATH at |^resource plugin \S+ is expected to have version /;
+
 function toReport(events: Event[], t0: number, code: number, output: string): Report {
     const ops = new Map<string, Op>();
     const refresh: RefreshStep[] = [];
@@ -274,7 +282,7 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
             const text = String(d.message).replace(/\u001b\[[0-9;]*m/g, "").trim();
             const who = d.urn ? `${typeOf(d.urn)} ${nameOf(d.urn)}: ` : "";
             if (d.severity === "error") errors.push(who + text);
-            else if (d.severity === "warning") warnings.push(text);
+            else if (d.severity === "warning" && !CLI_PLUGIN_WARNING.test(text)) warnings.push(text);
         }
         const p = e.policyEvent;
         if (p) policy.push(`[${p.enforcementLevel}] ${p.policyName}${p.resourceUrn ? ` (${nameOf(p.resourceUrn)})` : ""}: ${String(p.message).trim()}`);
