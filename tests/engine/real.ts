@@ -164,6 +164,7 @@ function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOpt
     if (made.status !== 0) throw new Error(`mkfifo ${log} failed: ${made.stderr}`);
     return new Promise(resolve => {
         const events: Event[] = [];
+        const progress = progressOf(opts);
         let pending = Buffer.alloc(0), lastData = Date.now();
         const reader = new net.Socket({ fd: fs.openSync(log, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
         reader.on("data", (chunk: Buffer | string) => {
@@ -177,7 +178,7 @@ function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOpt
             for (const line of lines.filter(l => l.trim())) {
                 const e = JSON.parse(line);
                 events.push({ at: lastData, e });
-                progress(e, opts);
+                progress(e);
             }
         });
         const child = spawn(real.pulumi, ["--cwd", ws.dir, "--non-interactive", ...args, "--event-log", log], { env: ws.env, stdio: ["ignore", "pipe", "pipe"] });
@@ -208,15 +209,41 @@ function runLogged(real: RealPulumi, ws: Workspace, args: string[], opts: RunOpt
 const nameOf = (urn: string) => urn.split("::").pop()!;
 const typeOf = (urn: string) => urn.split("::").slice(-2, -1)[0].split("$").pop()!;
 
-function progress(e: Record<string, any>, opts: RunOptions): void {
-    if (!opts.onEvent) return;
-    const pre = e.resourcePreEvent, out = e.resOutputsEvent, failed = e.resOpFailedEvent;
-    const m = (pre ?? out ?? failed)?.metadata;
-    if (!m || pre?.planning || out?.planning || !m.type || m.type.startsWith("pulumi:")) return;
-    const op = opKind(m.op);
-    if (!op) return;
-    if (pre) opts.onEvent({ kind: "start", op, type: m.type, name: nameOf(m.urn) });
-    else opts.onEvent({ kind: "end", op, type: m.type, name: nameOf(m.urn), ms: 0, ...(failed ? { error: "failed" } : {}) });
+/**
+ * The test engine's progress events from the CLI's: a step's start and end (with the command's `stdout` from its
+ * outputs, and its error), and each line a command prints while it runs (pulumi-command logs them as info
+ * diagnostics of the resource).
+ */
+function progressOf(opts: RunOptions): (e: Record<string, any>) => void {
+    const started = new Map<string, number>();
+    const errors = new Map<string, string>();
+    return e => {
+        if (!opts.onEvent) return;
+        const d = e.diagnosticEvent;
+        if (d?.urn && !d.urn.includes("::pulumi:pulumi:Stack::")) {
+            const text = String(d.message).replace(/\u001b\[[0-9;]*m/g, "").replace(/\n$/, "");
+            if (d.severity === "error") errors.set(d.urn, text);
+            else if (d.severity === "info" || d.severity === "info#err")
+                for (const line of text.split("\n")) opts.onEvent({ kind: "line", name: nameOf(d.urn), line });
+            return;
+        }
+        const pre = e.resourcePreEvent, out = e.resOutputsEvent, failed = e.resOpFailedEvent;
+        const m = (pre ?? out ?? failed)?.metadata;
+        if (!m || pre?.planning || out?.planning || !m.type || m.type.startsWith("pulumi:")) return;
+        // As the test engine emits them: the old copy's delete in a replacement is a delete (run.ts replaceOld), the new
+        // copy's create the replacement; the engine's logical `replace` step between them runs nothing.
+        const op: OpKind | undefined = m.op === "delete-replaced" ? "delete" : m.op === "replace" ? undefined : opKind(m.op);
+        if (!op) return;
+        const name = nameOf(m.urn);
+        if (pre) {
+            if (!started.has(m.urn)) started.set(m.urn, Date.now());
+            opts.onEvent({ kind: "start", op, type: m.type, name });
+            return;
+        }
+        const stdout = typeof m.new?.outputs?.stdout === "string" ? m.new.outputs.stdout : undefined;
+        opts.onEvent({ kind: "end", op, type: m.type, name, ms: Date.now() - (started.get(m.urn) ?? Date.now()),
+            ...(stdout !== undefined ? { stdout } : {}), ...(failed ? { error: errors.get(m.urn) ?? "failed" } : {}) });
+    };
 }
 
 /** The engine's step kinds (sdk/go/common/display OpType) as the test engine's. */
