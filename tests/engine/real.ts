@@ -291,7 +291,8 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
         const m = (pre ?? out ?? failed)?.metadata;
         if (m && !pre?.planning && !out?.planning && m.type !== "pulumi:pulumi:Stack") {
             if (m.op === "refresh") {
-                if (out) refresh.push({ urn: m.urn, type: m.type, name: nameOf(m.urn), op: refreshResult(m) });
+                // Components and providers are not read (the test engine lists none: tests/engine/refresh.ts).
+                if (out && (m.old?.custom || m.new?.custom) && !m.type.startsWith("pulumi:")) refresh.push({ urn: m.urn, type: m.type, name: nameOf(m.urn), op: refreshResult(m) });
                 continue;
             }
             const kind = opKind(m.op);
