@@ -331,9 +331,15 @@ function mirrorState(real: RealPulumi, ws: Workspace, statePath: string): void {
     if (r.status !== 0) return;
     const resources = (JSON.parse(r.stdout).deployment?.resources ?? []) as Array<Record<string, any>>;
     const state: State = { resources: {} };
-    resources.filter(res => res.custom && !String(res.type).startsWith("pulumi:")).forEach((res, seq) => {
+    // Custom resources and providers, as the test engine keys them; a docker resource with the host and sshOpts of
+    // the provider it was created through (its `provider` reference, `<urn>::<id>`).
+    const byUrn = new Map(resources.map(res => [res.urn as string, res]));
+    resources.filter(res => res.custom).forEach((res, seq) => {
+        const provider = res.provider ? byUrn.get(String(res.provider).split("::").slice(0, -1).join("::")) : undefined;
+        const docker = provider?.type === "pulumi:providers:docker" ? unwrap(provider.inputs ?? {}) : undefined;
+        const sshOpts = typeof docker?.sshOpts === "string" ? JSON.parse(docker.sshOpts) : docker?.sshOpts;
         state.resources[res.urn] = { urn: res.urn, type: res.type, name: nameOf(res.urn), id: res.id, inputs: unwrap(res.inputs ?? {}), outputs: unwrap(res.outputs ?? {}),
-            dependencies: res.dependencies ?? [], seq } as State["resources"][string];
+            dependencies: res.dependencies ?? [], provider: res.provider, ...(docker ? { dockerHost: docker.host, dockerSshOpts: sshOpts } : {}), seq } as State["resources"][string];
     });
     fs.writeFileSync(statePath, JSON.stringify(state, null, 1));
 }
