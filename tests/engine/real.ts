@@ -266,10 +266,16 @@ function actionsOf(op: string, m: Record<string, any>): number {
     }
 }
 
-/** The update's events: those after the preview `pulumi up` runs first (its summary says isPreview). */
+/**
+ * The update's events: those after the preview `pulumi up` runs first (its summary says isPreview). When no update
+ * followed (the preview failed: a --replace target not in the stack, a mandatory policy), the preview's, whose errors
+ * and policy verdicts are then the run's.
+ */
 function updateEvents(events: Event[]): Event[] {
     const previewEnd = events.findIndex(({ e }) => e.summaryEvent?.isPreview === true);
-    return previewEnd === -1 ? events : events.slice(previewEnd + 1);
+    if (previewEnd === -1) return events;
+    const update = events.slice(previewEnd + 1);
+    return update.some(({ e }) => e.preludeEvent || e.resourcePreEvent || e.diagnosticEvent) ? update : events.slice(0, previewEnd + 1);
 }
 
 /**
