@@ -7,11 +7,15 @@
 # An LFS file's etag is its sha256 (file_download.py: REGEX_SHA256 "Regex to check if the file etag IS a valid
 # sha256"); other files' etag is their git blob id. Snapshot folders are named by the full commit hash
 # (constants.py / file_download.py REGEX_COMMIT_HASH = ^[0-9a-f]{40}$).
+import fcntl
 import hashlib
+import http.client
 import json
 import os
+import random
 import re
 import shutil
+import stat
 import sys
 import time
 import urllib.error
@@ -97,6 +101,7 @@ def manifest_problems(remote):
         problems.append("it lists no files")
     if len(files) > MAX_FILES:
         return problems + ["it lists %d files, more than %d" % (len(files), MAX_FILES)]
+    sizes = {}
     for name, entry in sorted(files.items()):
         why = name_problem(name)
         if why:
@@ -106,6 +111,12 @@ def manifest_problems(remote):
             problems.append("file %s has no valid size" % shown(name))
         elif not isinstance(entry.get("sha256"), str) or not SHA256_HEX.fullmatch(entry["sha256"]):
             problems.append("file %s has no valid sha256" % shown(name))
+        else:
+            # Names that share a sha256 share one blob (copy_files): one content cannot have two sizes.
+            first = sizes.setdefault(entry["sha256"], (name, entry["size"]))
+            if first[1] != entry["size"]:
+                problems.append("files %s and %s have the same sha256 but sizes %d and %d"
+                                % (shown(first[0]), shown(name), first[1], entry["size"]))
         parent = name.rsplit("/", 1)[0] if "/" in name else None
         while parent:
             if parent in files:
@@ -129,6 +140,65 @@ class CopyRefused(Exception):
     """A file the head sent that cannot be kept (its message names the file and what was wrong)."""
 
 
+class CopyBrokeOff(Exception):
+    """A fetch that ended early: the connection was refused, reset or closed, timed out, or the body was short. The
+    partial file is kept and the fetch is tried again, resuming it. `progressed`: some bytes arrived first."""
+
+    def __init__(self, message, progressed=False):
+        super().__init__(message)
+        self.progressed = progressed
+
+
+# Issue 41: a fetch that meets a refused, reset or closed connection (a keyless client holding the head's server, a
+# server restarted by the next `up`, the fabric flapping) is tried again after RETRY_FIRST_SECONDS, doubling up to
+# RETRY_MAX_SECONDS (each wait drawn between half and all of it, so the four fetches of a copy do not come back in
+# step), for as long as the copy's waitSeconds allow without any progress; bytes that arrive start that time again.
+RETRY_FIRST_SECONDS = 0.25
+RETRY_MAX_SECONDS = 8
+# The head's server gives up on a worker that has asked and then sent nothing for its idleSeconds (300 s,
+# weights_source.py CopyState.verdict): a copy that spends longer than that hashing the blobs it already holds
+# asks for the manifest again this often, which the server counts as the worker being there.
+KEEPALIVE_SECONDS = 60
+
+
+def retry_wait(attempt):
+    return min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** attempt) * random.uniform(0.5, 1.0)
+
+
+def broke_off(e):
+    """The exception a failed request raised, as why it broke off; None for what is not worth another try (an HTTP
+    answer other than 503, which the server gives when a worker already holds as many connections as it may)."""
+    if isinstance(e, urllib.error.HTTPError):
+        return "the head answered 503 (busy)" if e.code == 503 else None
+    if isinstance(e, urllib.error.URLError):
+        return str(e.reason)
+    if isinstance(e, (OSError, http.client.HTTPException)):
+        return "%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__
+    return None
+
+
+def with_retries(attempt_once, wait_seconds, sleep=time.sleep):
+    """attempt_once() until it returns; a CopyBrokeOff (or a request error broke_off names) is tried again, with
+    backoff, until wait_seconds have passed since the last attempt that made progress; then the last one is raised."""
+    deadline, attempt = time.monotonic() + wait_seconds, 0
+    while True:
+        try:
+            return attempt_once()
+        except CopyBrokeOff as e:
+            if e.progressed:
+                deadline, attempt = time.monotonic() + wait_seconds, 0
+            error = e
+        except Exception as e:  # noqa: BLE001 - sorted by broke_off; anything else goes up as it is
+            if broke_off(e) is None:
+                raise
+            error = e
+        wait = retry_wait(attempt)
+        if time.monotonic() + wait > deadline:
+            raise error
+        sleep(wait)
+        attempt += 1
+
+
 def head_request(source, path, token, headers=None, data=None, timeout=60):
     hdrs = dict(headers or {}, Authorization="Bearer " + token)
     if data is not None:
@@ -138,71 +208,135 @@ def head_request(source, path, token, headers=None, data=None, timeout=60):
 
 def fetch_manifest(source, token, host, wait_seconds):
     """The head's manifest; its server starts together with this command, so a refused connection is retried."""
-    deadline = time.time() + wait_seconds
-    while True:
-        try:
-            with head_request(source, "/manifest.json", token, headers={"X-Spark-Vllm-Host": host}, timeout=30) as resp:
-                return json.loads(resp.read(64 << 20))
-        except urllib.error.HTTPError:
-            raise
-        except (urllib.error.URLError, ConnectionError) as e:
-            if time.time() >= deadline:
-                raise e
-            time.sleep(1)
+    def once():
+        with head_request(source, "/manifest.json", token, headers={"X-Spark-Vllm-Host": host}, timeout=30) as resp:
+            return json.loads(resp.read(64 << 20))
+    return with_retries(once, wait_seconds)
 
 
-def report(source, token, host, ok, error=""):
+def report(source, token, host, ok, error="", wait_seconds=30):
     """Tells the head's server this worker is done (or failed), so it stops once every worker holds the weights."""
+    body = json.dumps({"host": host, "ok": ok, "error": error[:500]}).encode()
     try:
-        body = json.dumps({"host": host, "ok": ok, "error": error[:500]}).encode()
-        head_request(source, "/done", token, data=body, timeout=10).close()
-    except (urllib.error.URLError, OSError, ValueError):
-        pass
+        with_retries(lambda: head_request(source, "/done", token, data=body, timeout=10).close(), wait_seconds)
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException, CopyBrokeOff):
+        pass  # the copy's own outcome stands; without the report the server stops after its idle time
 
 
-def fetch_blob(source, token, name, entry, blob):
-    """Downloads one file into blob (named by its sha256) through blob.incomplete, resuming it; verifies it first."""
+def file_matches(path, size, want):
+    """True when path is a plain file (a link there is not followed) of SIZE bytes whose content hashes to WANT."""
+    try:
+        # O_NONBLOCK: a FIFO planted at the name does not hang the open (it is then refused as not a plain file).
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return False
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: f.read(COPY_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest() == want
+
+
+def open_partial(part):
+    """The partial file, open for reading and appending, locked (flock) against any other copy of the same blob:
+    another copy process (one an interrupted `up` left running beside the next one's) holding it is waited for. A
+    partial file that was renamed or removed while we waited (the other copy finished or dropped it) is opened
+    again by its name, so we never append to a file that is no longer the partial one. O_NOFOLLOW: a link planted
+    at the partial name is never written through."""
+    while True:
+        fd = os.open(part, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                now = os.lstat(part)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def fetch_blob(source, token, name, entry, blob, on_wrong=None):
+    """Puts the blob named by entry's sha256 in place, fetching NAME (one of the files with that content) through
+    blob.incomplete and resuming it; returns the bytes fetched. A blob already there is kept only when its content
+    hashes to its name; on_wrong(blob) is told of one that does not, which is then fetched again and replaced."""
     size, want = entry["size"], entry["sha256"]
-    if os.path.isfile(blob) and not os.path.islink(blob) and os.path.getsize(blob) == size:
-        return 0  # written by a verified copy (or the hub): its name is its content's sha256
+    if file_matches(blob, size, want):
+        return 0
+    wrong = os.path.lexists(blob)
     part = blob + ".incomplete"
-    if os.path.islink(part) or (os.path.exists(part) and os.path.getsize(part) > size):
-        os.remove(part)
-    have = os.path.getsize(part) if os.path.exists(part) else 0
-    digest = hashlib.sha256()
-    # O_NOFOLLOW: a link planted at the partial name is never written through.
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "ab") as out:
-        if have:
-            with open(part, "rb") as done:
-                for chunk in iter(lambda: done.read(COPY_CHUNK), b""):
-                    digest.update(chunk)
+    fd = open_partial(part)
+    try:
+        # Another copy may have put the blob in place while we waited for its partial file.
+        if file_matches(blob, size, want):
+            os.remove(part)
+            return 0
+        if wrong and on_wrong:
+            on_wrong(blob)
+        have = os.fstat(fd).st_size
+        if have > size:
+            os.ftruncate(fd, 0)
+            have = 0
+        resumed, digest = have, hashlib.sha256()
+        offset = 0
+        while offset < have:
+            chunk = os.pread(fd, min(COPY_CHUNK, have - offset), offset)
+            if not chunk:
+                break
+            digest.update(chunk)
+            offset += len(chunk)
         got = 0
         if have < size:
             rng = {"Range": "bytes=%d-" % have} if have else {}
-            with head_request(source, "/files/" + urllib.request.quote(name), token, headers=rng) as resp:
-                if have and resp.status != 206:
-                    out.truncate(0)
-                    digest, have = hashlib.sha256(), 0
-                left = size - have
-                while left >= 0:
-                    chunk = resp.read(min(COPY_CHUNK, left + 1))
-                    if not chunk:
-                        break
-                    if len(chunk) > left:
-                        os.remove(part)
-                        raise CopyRefused("%s: the head sent more than the %d bytes its manifest lists" % (name, size))
-                    out.write(chunk)
-                    digest.update(chunk)
-                    left -= len(chunk)
-                    got += len(chunk)
+            try:
+                with head_request(source, "/files/" + urllib.request.quote(name), token, headers=rng) as resp:
+                    if have and resp.status != 206:
+                        os.ftruncate(fd, 0)
+                        digest, have, resumed = hashlib.sha256(), 0, 0
+                    left = size - have
+                    while left >= 0:
+                        chunk = resp.read(min(COPY_CHUNK, left + 1))
+                        if not chunk:
+                            break
+                        if len(chunk) > left:
+                            os.remove(part)
+                            raise CopyRefused("%s: the head sent more than the %d bytes its manifest lists" % (name, size))
+                        write_all(fd, chunk)
+                        digest.update(chunk)
+                        left -= len(chunk)
+                        got += len(chunk)
+            except (CopyRefused, urllib.error.HTTPError):
+                raise
+            except Exception as e:  # noqa: BLE001 - what broke_off names is a broken-off fetch, resumed by the next try
+                why = broke_off(e)
+                if why is None:
+                    raise
+                raise CopyBrokeOff("%s: %s (after %d of %d bytes)" % (name, why, have + got, size), got > 0)
         if have + got != size:
-            raise CopyRefused("%s: the head sent %d of %d bytes" % (name, have + got, size))
-    if digest.hexdigest() != want:
-        os.remove(part)
-        raise CopyRefused("%s: content does not match: sha256 %s, the manifest says %s" % (name, digest.hexdigest(), want))
-    os.replace(part, blob)
-    return got
+            raise CopyBrokeOff("%s: the head sent %d of %d bytes" % (name, have + got, size), got > 0)
+        if digest.hexdigest() != want:
+            os.remove(part)
+            if resumed:
+                # The part from an earlier copy may be what did not match: the next try fetches the whole file.
+                raise CopyBrokeOff("%s: content does not match after resuming at byte %d; fetching it whole" % (name, resumed))
+            raise CopyRefused("%s: content does not match: sha256 %s, the manifest says %s" % (name, digest.hexdigest(), want))
+        os.replace(part, blob)  # under the lock: a copy waiting for it opens the name again, and finds the blob
+        return got
+    finally:
+        os.close(fd)
 
 
 def link_problems(snap, names):
@@ -242,7 +376,7 @@ def copy_from(args, cache, model, token):
     except urllib.error.HTTPError as e:
         fail(["%s: the head's weights server at %s answered %d to the manifest request%s"
               % (host, source, e.code, ": the copy token does not match" if e.code == 401 else "")])
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
         fail(["%s: cannot reach the head's weights at %s (%s): check the fabric link" % (host, source, e)])
     problems = manifest_problems(remote)
     if problems:
@@ -260,40 +394,62 @@ def copy_from(args, cache, model, token):
 def copy_files(args, cache, model, token, remote):
     from concurrent.futures import ThreadPoolExecutor
     host, source = args["host"], args["source"]
+    wait_seconds = args.get("waitSeconds", 120)
     repo = repo_dir(cache, model)
     snap = os.path.join(repo, "snapshots", remote["revision"])
     blobs = os.path.join(repo, "blobs")
     files = remote["files"]
-    total = sum(e["size"] for e in files.values())
+    # Names with identical content share one blob (the hub's cache: one blobs/<etag> per content, file_download.py),
+    # so the manifest lists one sha256 under several names: each distinct blob is fetched once, through the first of
+    # its names, and every name is linked to it. Two fetches of one blob would append to one partial file.
+    wanted = {}
+    for name, entry in sorted(files.items()):
+        wanted.setdefault(entry["sha256"], (entry, []))[1].append(name)
+    total = sum(entry["size"] for entry, _ in wanted.values())
     blob = lambda e: os.path.join(blobs, e["sha256"])  # noqa: E731
-    here = sum(e["size"] for e in files.values() if os.path.isfile(blob(e)) and os.path.getsize(blob(e)) == e["size"])
+    here = sum(e["size"] for e, _ in wanted.values() if os.path.isfile(blob(e)) and os.path.getsize(blob(e)) == e["size"])
+    # `here`: the blobs of the right size; each is hashed before it is kept (fetch_blob).
     say("%s: copying %s from %s: %.2f of %.2f GB already here" % (host, model, source, here / 1e9, total / 1e9))
     os.makedirs(blobs, exist_ok=True)
     free = shutil.disk_usage(blobs).free
     if free < (total - here) * 1.05:
         fail(["%s: %.1f GB free at %s but copying %s needs %.1f GB more: free disk space or use another cacheDir"
               % (host, free / 1e9, cache, model, (total - here) / 1e9)])
-    done, started, refused, failed = [here], time.time(), [], []
+    done, started, refused, failed = [0], time.time(), [], []
+
+    def wrong(path):
+        say("%s: blobs/%s did not hash to its name: fetched again" % (host, os.path.basename(path)))
 
     def one(item):
-        name, entry = item
+        entry, names = item
+        name = names[0]
         try:
-            done[0] += fetch_blob(source, token, name, entry, blob(entry))
+            with_retries(lambda: fetch_blob(source, token, name, entry, blob(entry), wrong), wait_seconds)
+            done[0] += entry["size"]
         except CopyRefused as e:
             refused.append(str(e))
         except urllib.error.HTTPError as e:
             refused.append("%s: the head answered %d" % (name, e.code))
-        except (urllib.error.URLError, OSError) as e:
-            failed.append("%s: %s" % (name, e))
+        except CopyBrokeOff as e:
+            failed.append("%s (no progress for %d s)" % (e, wait_seconds))
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            failed.append("%s: %s" % (name, broke_off(e) or e))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        pending = [pool.submit(one, item) for item in sorted(files.items())]
+        pending = [pool.submit(one, item) for _, item in sorted(wanted.items(), key=lambda kv: kv[1][1][0])]
         next_progress = started + PROGRESS_EVERY
+        next_keepalive = started + KEEPALIVE_SECONDS
         while any(not f.done() for f in pending):
             time.sleep(0.2)
             if time.time() >= next_progress:
                 say("%s: %.2f of %.2f GB (%d%%)" % (host, done[0] / 1e9, total / 1e9, 100 * done[0] // max(total, 1)))
                 next_progress += PROGRESS_EVERY
+            if time.time() >= next_keepalive:
+                try:
+                    head_request(source, "/manifest.json", token, headers={"X-Spark-Vllm-Host": host}, timeout=10).close()
+                except (urllib.error.URLError, OSError, http.client.HTTPException):
+                    pass
+                next_keepalive = time.time() + KEEPALIVE_SECONDS
         for f in pending:
             f.result()
     if failed and not refused:
