@@ -10,8 +10,15 @@
 # components/copyToken.ts), so the token names the worker and a worker cannot report another one done.
 #
 # Issue 30: a client has HEADER_SECONDS to present its token (request line and headers; a connection that sends
-# nothing is closed then), at most max_connections(workers) connections are served at once (more are closed at
-# accept), and /done takes exactly one plain Content-Length of at most DONE_BODY_MAX bytes (else 400, nothing read).
+# nothing is closed then), and /done takes exactly one plain Content-Length of at most DONE_BODY_MAX bytes (else 400,
+# nothing read).
+# Issue 41: connections are counted in two pools (copy_server). Until it has shown a worker's token a connection is
+# one of at most max_keyless(workers); one more closes the oldest of them, not the new one, so a client that holds the
+# pool (reopening each connection as it is closed) only ever closes its own, and a worker's connection, which shows its
+# token within milliseconds of connecting, is the newest, not the oldest. A request without a valid token gets 401 and
+# its connection is closed. Once its token matched, a connection leaves that pool for its worker's own,
+# WORKER_CONNECTIONS at once (a 503 beyond, which the copy retries): keyless clients cannot fill it, and a worker's
+# transfers never count against them.
 import hashlib
 import hmac
 import json
@@ -41,9 +48,20 @@ def worker_token(token, host):
     return hmac.new(token.encode("utf-8"), (WORKER_TOKEN_CONTEXT + host).encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def max_connections(workers):
-    """Each copy fetches 4 files at once (weights.py copy_files) besides its manifest and report; room for retries."""
-    return 4 * len(workers) + 8
+def max_keyless(workers):
+    """Connections that have not shown a token yet: every worker's copy opens up to 4 fetches at once (weights.py
+    copy_files) besides its manifest, keep-alive and report, each waiting here only until its headers are read; the
+    rest is room, so that a client without the token must open this many connections faster than a worker's
+    request arrives to close that one."""
+    return 32 + 8 * len(workers)
+
+
+# A worker's copy holds 4 fetches, a keep-alive or its manifest, and its report at once; room for a retried fetch
+# whose old connection the server has not yet seen go.
+WORKER_CONNECTIONS = 16
+# socketserver's default listen backlog is 5: a burst of connections (a keyless client's) would fill it, and the
+# kernel would then drop or refuse a worker's connection before this server ever saw it.
+LISTEN_BACKLOG = 256
 
 
 def strict_content_length(headers):
@@ -209,7 +227,10 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
 
         def finish(self):
             self.deadline.cancel()
-            super().finish()
+            try:
+                super().finish()
+            finally:
+                self.server.release(self.connection, getattr(self, "admitted", None))
 
         def log_message(self, *a):
             pass
@@ -224,7 +245,8 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
                 self.wfile.write(body)
 
         def authorized(self):
-            """The worker whose token the request carries (every token compared, each in constant time), else None."""
+            """The worker whose token the request carries (every token compared, each in constant time), else None.
+            A match moves the connection into its worker's own pool (copy_server admit): 503 when that is full."""
             given = self.headers.get("Authorization", "").encode("utf-8", "replace")
             who = None
             for expected, worker in tokens.items():
@@ -233,6 +255,13 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
             if who is None:
                 self.reply(401, b"copy token required\n", [("WWW-Authenticate", 'Bearer realm="spark-vllm weights"')])
                 return None
+            admitted = self.server.admit(self.connection, who)
+            if admitted is None:
+                return None  # closed as the oldest keyless connection just before its token was read: the copy retries
+            if not admitted:
+                self.reply(503, b"too many connections for this worker\n", [("Retry-After", "1")])
+                return None
+            self.admitted = who
             self.deadline.cancel()
             self.connection.settimeout(TRANSFER_STALL_SECONDS)
             return who
@@ -310,25 +339,56 @@ def make_handler(token, manifest_body, paths, top, state, on_done=None):
     return Handler
 
 
-def copy_server(address, handler, limit):
-    """A threading HTTP server that serves at most LIMIT connections at once; one more is closed as it is accepted."""
+def copy_server(address, handler, keyless_limit, worker_limit=WORKER_CONNECTIONS):
+    """A threading HTTP server with two pools of connections (issue 41): at most KEYLESS_LIMIT that have not shown a
+    token (one more closes the oldest of them), and WORKER_LIMIT per worker once its token matched (admit)."""
+    import collections
     import http.server
     import socketserver
 
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
-        slots = threading.BoundedSemaphore(limit)
+        request_queue_size = LISTEN_BACKLOG
+
+        def __init__(self, *args, **kwargs):
+            self.pool_lock = threading.Lock()
+            self.keyless = collections.OrderedDict()  # connection -> None, oldest first, until its token matched
+            self.per_worker = collections.Counter()
+            super().__init__(*args, **kwargs)
 
         def process_request(self, request, client_address):
-            if not self.slots.acquire(blocking=False):
-                self.shutdown_request(request)
-                return
+            with self.pool_lock:
+                while len(self.keyless) >= keyless_limit:
+                    oldest, _ = self.keyless.popitem(last=False)
+                    try:
+                        # Its thread, waiting for the headers, reads the end of the stream and returns.
+                        oldest.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                self.keyless[request] = None
             try:
                 super().process_request(request, client_address)
             except Exception:
-                self.slots.release()
+                self.release(request, None)
                 raise
+
+        def admit(self, connection, worker):
+            """True: the connection now counts against WORKER's pool; False: that pool is full; None: the connection
+            was closed as the oldest keyless one before its token was read."""
+            with self.pool_lock:
+                if self.keyless.pop(connection, False) is False:
+                    return None
+                if self.per_worker[worker] >= worker_limit:
+                    return False
+                self.per_worker[worker] += 1
+                return True
+
+        def release(self, connection, worker):
+            with self.pool_lock:
+                self.keyless.pop(connection, None)
+                if worker is not None:
+                    self.per_worker[worker] -= 1
 
         def handle_error(self, request, client_address):
             # A client that hangs up or is timed out mid-request is its own business; anything else is printed.
@@ -339,7 +399,7 @@ def copy_server(address, handler, limit):
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                self.slots.release()
+                self.release(request, None)  # a handler that failed in setup never reached its finish
 
     return Server(address, handler)
 
@@ -366,7 +426,7 @@ def serve_weights(args):
 
     on_done = (lambda host: write_record(record, host, revision)) if record else None
     server = copy_server((args["bind"], args["port"]), make_handler(token, body, paths, os.path.realpath(repo), state, on_done),
-                         max_connections(state.workers))
+                         max_keyless(state.workers))
     pid_file = args.get("pidFile")
     if pid_file:
         with open(pid_file, "w") as f:
