@@ -57,6 +57,31 @@ export const PROXY_MAX_BODY = "64m";
 /** How long a response may go quiet: a non-streamed generation sends nothing until it is done. */
 export const PROXY_READ_TIMEOUT_SECONDS = 3600;
 
+/**
+ * How long nginx goes on reading (and discarding) the body of a request it refused, at most: `lingering_time`. nginx
+ * counts it in whole seconds from the second it answered (ngx_http_finalize_connection: `r->lingering_time = ngx_time()
+ * + (time_t) (clcf->lingering_time / 1000)`), so 2 s is between 1 and 2 s of reading; then it closes the connection.
+ */
+export const PROXY_REFUSAL_LINGER_SECONDS = 2;
+/** How long nginx waits for more of a refused request's body before it closes the connection: `lingering_timeout`. */
+export const PROXY_REFUSAL_LINGER_TIMEOUT_SECONDS = 1;
+
+/**
+ * The refusals answered from a named location (nginx's `error_page`): status, location, JSON body, extra headers.
+ * 400 is not one of them: nginx answers its own 400s too (a request line it cannot parse, `%00` in the path), some
+ * before it has a URI, and ngx_http_named_location (src/http/ngx_http_core_module.c) refuses to go to a named location
+ * without one ("empty URI in redirect to named location", a 500). So every 400 is nginx's own page.
+ */
+const REFUSALS: Array<{ status: number; location: string; body: string; headers: string[] }> = [
+    // RFC 6750 section 3: a 401 for a bearer token carries `WWW-Authenticate: Bearer`.
+    { status: 401, location: "@unauthorized", body: '{"error": "Unauthorized"}', headers: ["WWW-Authenticate Bearer"] },
+    { status: 404, location: "@not_found", body: '{"error": "Not Found"}', headers: [] },
+    // RFC 9110 section 15.5.6: a 405 lists the methods the target supports. Only /health answers 405 (nginx's own 405,
+    // to TRACE and CONNECT before a location is chosen, keeps nginx's page: this `error_page` is /health's only).
+    { status: 405, location: "@method_not_allowed", body: '{"error": "Method Not Allowed"}', headers: ['Allow "GET, HEAD"'] },
+];
+const refusal = (status: number) => REFUSALS.find(r => r.status === status)!;
+
 /** One path segment: what a plain request target is made of (no ".", "%", ";" or empty segment). */
 const SEGMENT = "[A-Za-z0-9_-]+";
 
@@ -95,6 +120,38 @@ export const PLAIN_REQUEST_LINE = `^[A-Z]+ (/${SEGMENT})+(\\?[^ ]*)? HTTP/1\\.[0
  *   never written to client_body_temp_path. `client_max_body_size` (ngx_http_core_module, default 1m) is 64m only
  *   where the key was checked; /health refuses any method but GET and HEAD (405) and any body (400) the same way.
  *   Inside a location, `return` is one of the two things that are safe in an `if` (nginx's "If is evil" note).
+ * - A refused request gets no `100 Continue`, and its connection is closed after a bounded read of its body. From
+ *   nginx's source (the same in 1.22.1, Debian's, and 1.31.4):
+ *   - `return CODE 'text'` answers through ngx_http_send_response (src/http/ngx_http_core_module.c; called by
+ *     ngx_http_script_return_code, src/http/ngx_http_script.c), which first calls ngx_http_discard_request_body,
+ *     which calls ngx_http_test_expect (both src/http/ngx_http_request_body.c): that writes "HTTP/1.1 100 Continue" unless
+ *     r->expect_tested is set, so a client that sent `Expect: 100-continue` was invited to send its body, then got
+ *     the 401. `return CODE` without text (CODE >= 400) only ends the phase with CODE, and ngx_http_finalize_request
+ *     hands it to ngx_http_special_response_handler (src/http/ngx_http_special_response.c), which looks up
+ *     `error_page` first; ngx_http_send_error_page sets r->expect_tested for a page without `=` (overwrite -1,
+ *     ngx_http_core_error_page) before it goes to a named location. So every refusal here is `return CODE;` without
+ *     text. 401 and 404 go by `error_page CODE @name;` at server level (inherited by every location and `if`), 405
+ *     by /health's own, to a named location (REFUSALS) that answers with text: its ngx_http_send_response discards
+ *     the body with expect_tested already set, so no 100 Continue. (Never `error_page CODE =200 @name` or
+ *     `= @name`: overwrite 200 or 0 leaves expect_tested unset.) A 400 has no `error_page` (REFUSALS says why):
+ *     ngx_http_special_response_handler sets r->expect_tested itself before it discards, and sends nginx's page.
+ *   - A discarded body is read until it ends or until `lingering_time` after the answer: ngx_http_discard_request_body
+ *     reads what has already arrived and sets r->discard_body; ngx_http_finalize_connection (src/http/ngx_http_request.c)
+ *     then keeps ngx_http_discarded_request_body_handler reading with a deadline of `lingering_time` (whole
+ *     seconds) and a timer of `lingering_timeout`, and past either closes the connection (ngx_http_finalize_request
+ *     NGX_ERROR). nginx has no limit in bytes for this (ngx_http_read_discarded_request_body reads 4 KiB at a time
+ *     until EAGAIN; ngx_http_discard_request_body_filter checks no client_max_body_size), and `lingering_close off`
+ *     does not shorten it (only ngx_http_set_lingering_close, for a body already read, looks at it). The defaults
+ *     (30 s, 5 s) let a keyless client stream 30 s of body per request; here `lingering_time`
+ *     PROXY_REFUSAL_LINGER_SECONDS and `lingering_timeout` PROXY_REFUSAL_LINGER_TIMEOUT_SECONDS, server-wide: every
+ *     body nginx discards in this server is one it refused (a forwarded body is read whole before vLLM answers),
+ *     the 413 of client_max_body_size included (ngx_http_core_find_config_phase discards it too). The lingering
+ *     still lets a client read its 401 before a reset. The bound is in time: in bytes it is what the client's link
+ *     carries in that time.
+ *   - `keepalive_timeout 0` (ngx_http_core_module) in each named location: ngx_http_update_location_config clears
+ *     r->keepalive, so the answer says `Connection: close` (ngx_http_header_filter) and no further request is read
+ *     on that connection. A 400 and a 413 close it too (ngx_http_special_response_handler clears r->keepalive for
+ *     them). Keyed and /health connections keep nginx's keep-alive.
  * - ngx_http_proxy_module `proxy_buffering off` (each streamed SSE chunk reaches the client as vLLM writes it),
  *   `proxy_read_timeout`/`proxy_send_timeout` (defaults 60 s, shorter than a long generation), `proxy_http_version 1.1`.
  * - ngx_http_core_module `server_tokens off`; ngx_http_headers_module `add_header … always` (so a 401 carries
@@ -108,8 +165,7 @@ export function nginxConf(spec: ClusterSpec): string {
     const tls = spec.endpoint.tls !== "none";
     const unauthorized = [
         `        if ($spark_vllm_authorized = 0) {`,
-        `            add_header WWW-Authenticate Bearer always;`,
-        `            return 401 '{"error": "Unauthorized"}';`,
+        `            return 401;`,
         `        }`,
     ];
     return [
@@ -147,19 +203,25 @@ export function nginxConf(spec: ClusterSpec): string {
         "        proxy_set_header Host $host;",
         "        proxy_set_header X-Forwarded-For $remote_addr;",
         "        proxy_set_header X-Forwarded-Proto $scheme;",
+        // Refusals: no 100 Continue, a bounded read of the body, then the connection closed (see above).
+        `        lingering_time ${PROXY_REFUSAL_LINGER_SECONDS}s;`,
+        `        lingering_timeout ${PROXY_REFUSAL_LINGER_TIMEOUT_SECONDS}s;`,
+        `        error_page 401 ${refusal(401).location};`,
+        `        error_page 404 ${refusal(404).location};`,
         "        if ($spark_vllm_plain = 0) {",
-        `            return 400 '{"error": "Bad Request"}';`,
+        "            return 400;",
         "        }",
         "        location = /health {",
+        // /health's own error_page: it answers no 401 or 404, so it needs none of the server's.
+        `            error_page 405 ${refusal(405).location};`,
         `            if ($request_method !~ "^(GET|HEAD)$") {`,
-        "                add_header Allow \"GET, HEAD\" always;",
-        `                return 405 '{"error": "Method Not Allowed"}';`,
+        "                return 405;",
         "            }",
         "            if ($http_transfer_encoding) {",
-        `                return 400 '{"error": "Bad Request"}';`,
+        "                return 400;",
         "            }",
         `            if ($http_content_length !~ "^0?$") {`,
-        `                return 400 '{"error": "Bad Request"}';`,
+        "                return 400;",
         "            }",
         `            proxy_pass ${upstream};`,
         "        }",
@@ -170,8 +232,15 @@ export function nginxConf(spec: ClusterSpec): string {
         "        }",
         "        location / {",
         ...unauthorized.map(l => `    ${l}`),
-        `            return 404 '{"error": "Not Found"}';`,
+        "            return 404;",
         "        }",
+        ...REFUSALS.flatMap(r => [
+            `        location ${r.location} {`,
+            "            keepalive_timeout 0;",
+            ...r.headers.map(h => `            add_header ${h} always;`),
+            `            return ${r.status} '${r.body}';`,
+            "        }",
+        ]),
         "    }",
         "}",
         "",

@@ -78,6 +78,41 @@ test("nginx.conf: the key from the map file, only the allow-listed routes forwar
         "GET /v1/./models HTTP/1.1", "GET / HTTP/1.1", "GET /v1/models/ HTTP/1.1", "GET /v1/models HTTP/2.0", "get /health HTTP/1.1"]) assert.ok(!plain.test(l), l);
 });
 
+test("nginx.conf: refusals invite no body and end the connection: `return CODE` without text outside named locations, bounded lingering", () => {
+    const conf = nginxConf(spec());
+    // The blocks of the server: a named location's lines apart from the rest.
+    const lines = conf.split("\n");
+    const named = new Map<string, string[]>();
+    let current: string[] | undefined;
+    const outside: string[] = [];
+    for (const l of lines) {
+        const m = /^ {8}location (@\w+) \{$/.exec(l);
+        if (m) { current = []; named.set(m[1], current); continue; }
+        if (current && l === "        }") { current = undefined; continue; }
+        (current ?? outside).push(l.trim());
+    }
+    // A `return` with text answers through ngx_http_send_response, whose body discard sends "100 Continue": only named
+    // locations (reached by error_page, which sets expect_tested first) may answer with text.
+    const returns = outside.filter(l => l.startsWith("return "));
+    assert.ok(returns.length >= 6, returns.join("\n"));
+    for (const r of returns) assert.match(r, /^return (400|401|404|405);$/, `outside a named location, no text: ${r}`);
+    assert.deepEqual([...named.keys()], ["@unauthorized", "@not_found", "@method_not_allowed"]);
+    for (const [name, body] of named) {
+        assert.equal(body[0], "keepalive_timeout 0;", `${name} closes the connection`);
+        assert.match(body[body.length - 1], /^return 40[145] '\{"error": "[A-Za-z ]+"\}';$/, name);
+    }
+    assert.deepEqual(named.get("@unauthorized"), ["keepalive_timeout 0;", "add_header WWW-Authenticate Bearer always;", "return 401 '{\"error\": \"Unauthorized\"}';"]);
+    assert.deepEqual(named.get("@method_not_allowed"), ["keepalive_timeout 0;", 'add_header Allow "GET, HEAD" always;', "return 405 '{\"error\": \"Method Not Allowed\"}';"]);
+    // error_page without "=": ngx_http_send_error_page sets expect_tested only when overwrite is neither 0 nor 200.
+    const errorPages = outside.filter(l => l.startsWith("error_page "));
+    assert.deepEqual(errorPages, ["error_page 401 @unauthorized;", "error_page 404 @not_found;", "error_page 405 @method_not_allowed;"]);
+    // 400 has no error_page: nginx's own 400s may come before there is a URI, and a named location needs one.
+    assert.ok(!conf.includes("error_page 400"));
+    for (const line of ["        lingering_time 2s;", "        lingering_timeout 1s;"]) assert.ok(lines.includes(line), `server-wide: ${line}`);
+    // keep-alive is nginx's default everywhere else.
+    assert.equal(conf.match(/keepalive_timeout/g)?.length, 3);
+});
+
 /** Runs the configuration script with `key` on stdin in a fresh logDir; the exit status, stderr and the files. */
 function runConfig(key: string) {
     const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-proxy-"));
