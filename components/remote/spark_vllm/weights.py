@@ -9,7 +9,6 @@
 # (constants.py / file_download.py REGEX_COMMIT_HASH = ^[0-9a-f]{40}$).
 import fcntl
 import hashlib
-import http.client
 import json
 import os
 import random
@@ -20,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from http.client import HTTPException
 
 from spark_vllm.common import PROGRESS_EVERY, fail, read_file, say
 from spark_vllm.weights_size import SIZE_GIB, SizeUnknown, fit_problem, hub_weight_bytes, snapshot_weight_bytes
@@ -172,7 +172,7 @@ def broke_off(e):
         return "the head answered 503 (busy)" if e.code == 503 else None
     if isinstance(e, urllib.error.URLError):
         return str(e.reason)
-    if isinstance(e, (OSError, http.client.HTTPException)):
+    if isinstance(e, (OSError, HTTPException)):
         return "%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__
     return None
 
@@ -219,7 +219,7 @@ def report(source, token, host, ok, error="", wait_seconds=30):
     body = json.dumps({"host": host, "ok": ok, "error": error[:500]}).encode()
     try:
         with_retries(lambda: head_request(source, "/done", token, data=body, timeout=10).close(), wait_seconds)
-    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException, CopyBrokeOff):
+    except (urllib.error.URLError, OSError, ValueError, HTTPException, CopyBrokeOff):
         pass  # the copy's own outcome stands; without the report the server stops after its idle time
 
 
@@ -376,7 +376,7 @@ def copy_from(args, cache, model, token):
     except urllib.error.HTTPError as e:
         fail(["%s: the head's weights server at %s answered %d to the manifest request%s"
               % (host, source, e.code, ": the copy token does not match" if e.code == 401 else "")])
-    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
+    except (urllib.error.URLError, OSError, ValueError, HTTPException) as e:
         fail(["%s: cannot reach the head's weights at %s (%s): check the fabric link" % (host, source, e)])
     problems = manifest_problems(remote)
     if problems:
@@ -432,7 +432,7 @@ def copy_files(args, cache, model, token, remote):
             refused.append("%s: the head answered %d" % (name, e.code))
         except CopyBrokeOff as e:
             failed.append("%s (no progress for %d s)" % (e, wait_seconds))
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        except (urllib.error.URLError, OSError, HTTPException) as e:
             failed.append("%s: %s" % (name, broke_off(e) or e))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -447,7 +447,7 @@ def copy_files(args, cache, model, token, remote):
             if time.time() >= next_keepalive:
                 try:
                     head_request(source, "/manifest.json", token, headers={"X-Spark-Vllm-Host": host}, timeout=10).close()
-                except (urllib.error.URLError, OSError, http.client.HTTPException):
+                except (urllib.error.URLError, OSError, HTTPException):
                     pass
                 next_keepalive = time.time() + KEEPALIVE_SECONDS
         for f in pending:
