@@ -1,8 +1,11 @@
 # preflight: the host's facts as JSON, and one line per problem with its fix.
+import grp
 import json
 import os
 import platform
+import pwd
 import shutil
+import stat
 
 from spark_vllm.common import fail, read_file, run, say
 from spark_vllm.ownership import ownership_problems
@@ -145,6 +148,177 @@ def memory_facts():
     return parse_meminfo(read_file("/proc/meminfo") or "")
 
 
+# Issue 41: model.cacheDir is mounted into every vLLM container, whose root loads code from under it: vLLM's
+# torch.compile cache (VLLM_CACHE_ROOT, vllm/envs.py), Triton's compiled launchers, dlopened (TRITON_CACHE_DIR,
+# triton/runtime/cache.py), Inductor's generated Python and pickled graphs (TORCHINDUCTOR_CACHE_DIR, torch/_inductor),
+# and, with HF_HOME = cacheDir, the hub's files (HF_HUB_CACHE = HF_HOME/hub, huggingface_hub constants.py) and
+# transformers' remote-code modules (HF_MODULES_CACHE = HF_HOME/modules, transformers utils/hub.py), imported with
+# trustRemoteCode. Whoever can write there runs code as that root. So, as for logDir (components/plan.ts
+# logDirChainCheck): every directory above cacheDir, on its literal and on its resolved path, is owned by root or the
+# SSH user and writable by no one else unless sticky; cacheDir itself is owned by root or the SSH user and writable
+# by no one else, sticky or not (else anyone could make a code cache there first); and every entry of the code caches
+# that exist is owned by root or the SSH user, writable by no one else, and links nowhere outside its cache. A group
+# write bit counts only when the group has someone else in it (Ubuntu's umask 002 for users with a private group,
+# login.defs USERGROUPS_ENAB, makes 775 folders).
+# Keep in step with containerEnv in components/plan.ts (tests/test_cache_chain.py reads it).
+COMPILE_ROOT = "spark-vllm-compile"
+COMPILE_CACHES = {"spark-vllm-compile/vllm": "VLLM_CACHE_ROOT", "spark-vllm-compile/triton": "TRITON_CACHE_DIR",
+                  "spark-vllm-compile/inductor": "TORCHINDUCTOR_CACHE_DIR"}
+CACHE_PROBLEMS_SHOWN = 10
+CACHE_WHY = "since root in the vLLM container loads code from under it (VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, HF_HOME)"
+
+
+def group_members_of(gid):
+    """The user names in group GID: its listed members and every user whose primary group it is; None if unknown."""
+    try:
+        names = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return None
+    return names | {p.pw_name for p in pwd.getpwall() if p.pw_gid == gid}
+
+
+def user_name_of(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def cache_dir_problems(host, cache_dir, me=None, group_members=group_members_of, user_name=user_name_of):
+    """One line per directory or file under or above model.cacheDir that someone other than root or the SSH user
+    (ME) owns or may write, naming it, its owner and mode, and the fix; at most CACHE_PROBLEMS_SHOWN and a count."""
+    me = os.getuid() if me is None else me
+    my_name = user_name(me) or "uid %d" % me
+    allowed = {0, me}
+    allowed_names = {"root", my_name}
+    prefix = "%s: spark-vllm:model.cacheDir: " % host
+    problems = []
+
+    def who(uid):
+        return "uid %d (%s)" % (uid, user_name(uid) or "no user")
+
+    def writers(st):
+        """Why others may write (an entry of) this, or None: the others' bit, or a group with someone else in it."""
+        if st.st_mode & stat.S_IWOTH:
+            return "writable by others"
+        if st.st_mode & stat.S_IWGRP:
+            members = group_members(st.st_gid)
+            strangers = sorted(members - allowed_names) if members is not None else None
+            if strangers is None or strangers:
+                return "writable by group %d (members besides %s: %s)" % (
+                    st.st_gid, " and ".join(sorted(allowed_names, key=lambda n: n != "root")), ", ".join(strangers) if strangers else "unknown")
+        return None
+
+    def owner_of(st):
+        return user_name(st.st_uid) or "uid %d" % st.st_uid
+
+    # Above cacheDir: its literal path and its resolved one, closest first.
+    real = os.path.realpath(cache_dir)
+    seen = set()
+    for top in (real, cache_dir.rstrip("/") or "/"):
+        d = os.path.dirname(top)
+        while True:
+            if d not in seen:
+                seen.add(d)
+                try:
+                    st = os.stat(d)
+                except OSError:
+                    st = None
+                if st is None:
+                    pass
+                elif st.st_uid not in allowed:
+                    problems.append("%s (above model.cacheDir %s) is owned by %s, mode %s: only root or %s may own model.cacheDir and the "
+                                    "directories above it, %s; fix: sudo chown root %s && sudo chmod go-w %s, or set "
+                                    "spark-vllm:model.cacheDir to a directory of your own"
+                                    % (d, top, who(st.st_uid), stat.filemode(st.st_mode), my_name, CACHE_WHY, d, d))
+                elif writers(st) and not st.st_mode & stat.S_ISVTX:
+                    problems.append("%s (above model.cacheDir %s) is %s (owner %s, mode %s) without the sticky bit: anyone who can "
+                                    "write it could rename model.cacheDir away and put their own in its place; fix: sudo chmod go-w %s, "
+                                    "or set spark-vllm:model.cacheDir to a directory of your own"
+                                    % (d, top, writers(st), owner_of(st), stat.filemode(st.st_mode), d))
+            if d == "/":
+                break
+            d = os.path.dirname(d)
+        if real == cache_dir:
+            break
+
+    # cacheDir itself: no sticky exemption (a name made first there is what the attack needs).
+    st = os.stat(real)
+    if st.st_uid not in allowed:
+        problems.append("%s is owned by %s, mode %s: only root or %s may own model.cacheDir and the directories above it, %s; "
+                        "fix: sudo chown %s %s && sudo chmod go-w %s, or set spark-vllm:model.cacheDir to a directory of your own"
+                        % (cache_dir, who(st.st_uid), stat.filemode(st.st_mode), my_name, CACHE_WHY, my_name, cache_dir, cache_dir))
+    elif writers(st):
+        problems.append("%s is %s (owner %s, mode %s): anyone could put code there for root in the vLLM container to load; fix: "
+                        "sudo chmod go-w %s, or set spark-vllm:model.cacheDir to a directory of your own"
+                        % (cache_dir, writers(st), owner_of(st), stat.filemode(st.st_mode), cache_dir))
+
+    # The code caches that exist, every entry (links not followed).
+    def compile_fix(rel):
+        names = [name for sub, name in COMPILE_CACHES.items() if rel == sub or rel.startswith(sub + "/")]
+        what = names[0] if names else ", ".join(COMPILE_CACHES.values())
+        return ("root in the vLLM container loads code from this cache (%s); fix: sudo rm -rf %s (a cache: it is made again)"
+                % (what, os.path.join(cache_dir, COMPILE_ROOT)))
+
+    def modules_fix(rel):
+        return ("root in the vLLM container loads code from this cache (HF_HOME modules: remote code, with trustRemoteCode); "
+                "fix: sudo rm -rf %s (a cache: it is made again)" % os.path.join(cache_dir, "modules"))
+
+    def hub_fix(rel):
+        parts = rel.split("/")
+        model = os.path.join(cache_dir, *parts[:2])
+        return ("root in the vLLM container loads the model's files and, with trustRemoteCode, its code from the hub cache (HF_HOME); "
+                "fix: sudo rm -rf %s and fetch the model again, or sudo chown -R %s %s && sudo chmod -R go-w %s if you trust what is there"
+                % (model, my_name, model, model))
+
+    for root, fix in ((COMPILE_ROOT, compile_fix), ("modules", modules_fix), ("hub", hub_fix)):
+        literal = os.path.join(cache_dir, root)
+        if not os.path.lexists(literal):
+            continue
+        base = os.path.realpath(literal)
+
+        def check(path, rel):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return
+            shown = os.path.join(cache_dir, rel)
+            if st.st_uid not in allowed:
+                problems.append("%s is owned by %s, mode %s: %s" % (shown, who(st.st_uid), stat.filemode(st.st_mode), fix(rel)))
+            elif stat.S_ISLNK(st.st_mode):
+                target = os.path.realpath(path)
+                if not (target == base or target.startswith(base.rstrip("/") + "/")):
+                    problems.append("%s is a link out of %s (to %s): %s" % (shown, literal, target, fix(rel)))
+            elif writers(st):
+                problems.append("%s is %s (owner %s, mode %s): %s" % (shown, writers(st), owner_of(st), stat.filemode(st.st_mode), fix(rel)))
+
+        if base != literal:
+            # The cache lives elsewhere (a link to another disk): the directories above where it leads count too.
+            check(literal, root)
+            d = os.path.dirname(base)
+            while d not in seen:
+                seen.add(d)
+                st = os.stat(d)
+                if st.st_uid not in allowed or (writers(st) and not st.st_mode & stat.S_ISVTX):
+                    problems.append("%s (above %s, where %s leads) is owned by %s, mode %s: %s"
+                                    % (d, base, literal, owner_of(st), stat.filemode(st.st_mode), fix(root)))
+                if d == "/":
+                    break
+                d = os.path.dirname(d)
+        if not os.path.isdir(base):
+            continue
+        check(base, root)
+        for parent, dirs, names in os.walk(base):
+            for name in sorted(dirs) + sorted(names):
+                path = os.path.join(parent, name)
+                check(path, os.path.join(root, os.path.relpath(path, base)))
+            dirs.sort()
+    shown = [prefix + p for p in problems[:CACHE_PROBLEMS_SHOWN]]
+    if len(problems) > CACHE_PROBLEMS_SHOWN:
+        shown.append(prefix + "and %d more like these" % (len(problems) - CACHE_PROBLEMS_SHOWN))
+    return shown
+
+
 def preflight(args):
     host = args["host"]
     fabric = args["fabric"]
@@ -188,6 +362,8 @@ def preflight(args):
     if os.path.isdir(args["cacheDir"]):
         usage = shutil.disk_usage(args["cacheDir"])
         disk = {"path": args["cacheDir"], "freeBytes": usage.free, "totalBytes": usage.total}
+        # Before any image is pulled or container made (every preflight gates them, components/resources.ts).
+        problems += cache_dir_problems(host, args["cacheDir"])
     else:
         problems.append("%s: model cache directory %s does not exist: create it (mkdir -p) or fix spark-vllm:model.cacheDir"
                         % (host, args["cacheDir"]))
