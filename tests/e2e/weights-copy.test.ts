@@ -3,11 +3,15 @@
 // ranges and a snapshot that links out of the model's folder; and the worker's planned copy command (over real ssh,
 // in its real container) against a malicious head (tests/sim/weights/fake-head.py on the head's fabric address):
 // names with `../`, a revision that is a path, bytes that do not match their sha256. The worker refuses each, naming
-// the host and what was wrong, and writes nothing outside its cache.
+// the host and what was wrong, and writes nothing outside its cache. Issue 41: a snapshot whose names share blobs
+// (a duplicated config, empty __init__.py files) is copied whole, every blob's content matching its sha256 name; and
+// a keyless client on the fabric holding more connections than the server lets wait, each reopened as it is closed,
+// does not make the copy fail.
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import { leftovers } from "../sim/stacks";
 import { modelCacheName, modelRevision } from "../sim/hosts";
@@ -67,6 +71,35 @@ async function footprint(): Promise<string> {
     return `${host.stdout}\n--- container /tmp\n${tmp.stdout}`;
 }
 
+/** The worker's blobs whose content does not hash to their name, and any partial file left: [] when all are sound. */
+async function unsoundBlobs(): Promise<string[]> {
+    const r = await suite.sim.exec("spark-b", `cd ${REPO}/blobs && for b in *; do s=$(sha256sum "$b" | cut -d' ' -f1); [ "$s" = "$b" ] || echo "$b holds $s"; done`);
+    return r.stdout.trim().split("\n").filter(Boolean);
+}
+
+/**
+ * A client without the token holding `count` connections to the head's copy server, each reopened the moment the
+ * server closes it (issue 41's attack on the old cap: it held every slot, 5 s at a time). `opened` counts them.
+ */
+function keylessHolder(host: string, port: number, count: number): { opened: () => number; stop: () => void } {
+    let opened = 0;
+    let stopped = false;
+    const sockets = new Set<net.Socket>();
+    const hold = () => {
+        if (stopped) return;
+        const s = net.connect({ host, port });
+        let connected = false;
+        sockets.add(s);
+        s.on("connect", () => { connected = true; opened++; });
+        s.on("data", () => undefined);
+        s.on("error", () => undefined);
+        // Reopened at once when the server closed it; a refused one (the server gone) is tried again 50 ms later.
+        s.on("close", () => { sockets.delete(s); if (connected) setImmediate(hold); else setTimeout(hold, 50); });
+    };
+    for (let i = 0; i < count; i++) hold();
+    return { opened: () => opened, stop: () => { stopped = true; for (const s of sockets) s.destroy(); } };
+}
+
 describe("head-then-copy, hardened", () => {
     let stack: Stack;
     let workerCopy: string;
@@ -121,6 +154,68 @@ describe("head-then-copy, hardened", () => {
         const done = await server;
         assert.equal(done.code, 0, done.stderr);
         assert.match(done.stdout, /spark-a: every worker holds the weights \(spark-b\); stopped serving/);
+    });
+
+    describe("issue 41", () => {
+        const snap = () => `${REPO}/snapshots/${modelRevision(suite.sim.models[0])}`;
+        /** git's empty blob, as the hub names an empty non-LFS file's blob (its etag). */
+        const EMPTY = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+        const ADDED = ["original/config.json", "__init__.py", "sub/__init__.py"];
+
+        /** Runs the planned server on the head and spark-b's planned copy against it; both must succeed. */
+        async function serveAndCopy(beside?: () => Promise<void>): Promise<{ copySeconds: number }> {
+            await suite.sim.exec("spark-b", `rm -rf ${REPO}`);
+            const server = suite.sim.ssh("spark-a", plannedCreate(stack, N.of("weights-source")), { input: `${TOKEN}\n`, timeoutMs: 180_000 });
+            await waitListening("spark-a", PORT);
+            if (beside) await beside();
+            const started = Date.now();
+            const copy = await suite.sim.ssh("spark-b", workerCopy, { input: `${WORKER}\n`, timeoutMs: 180_000 });
+            const copySeconds = (Date.now() - started) / 1000;
+            assert.equal(copy.code, 0, copy.stderr);
+            const done = await server;
+            assert.equal(done.code, 0, done.stderr);
+            assert.match(done.stdout, /spark-a: every worker holds the weights \(spark-b\); stopped serving/);
+            return { copySeconds };
+        }
+
+        test("names that share a blob (a duplicated config, empty __init__.py files): copied whole, each blob once, matching its name", async () => {
+            // The head's snapshot as the hub lays such files out: several names linking to one blob.
+            await suite.sim.exec("spark-a", [
+                `cd ${snap()}`, "mkdir -p original sub", `: > ${REPO}/blobs/${EMPTY}`,
+                `ln -s "../$(readlink config.json)" original/config.json`,
+                `ln -s ../../blobs/${EMPTY} __init__.py`, `ln -s ../../../blobs/${EMPTY} sub/__init__.py`,
+            ].join(" && "));
+            try {
+                await serveAndCopy();
+                assert.deepEqual(await unsoundBlobs(), [], "every blob's content hashes to its name, no partial file");
+                const sums = async (host: string) => (await suite.sim.exec(host, `cd ${snap()} && find . -type l -o -type f | sort | while read -r f; do sha256sum "$f"; done`)).stdout;
+                const head = await sums("spark-a");
+                for (const name of ADDED) assert.ok(head.includes(`./${name}`), `${name} is in the head's snapshot`);
+                assert.equal(await sums("spark-b"), head, "every name on the worker reads what it reads on the head");
+                const empties = (await suite.sim.exec("spark-b", `ls ${REPO}/blobs | grep -c ${sha256("")} || true`)).stdout.trim();
+                assert.equal(empties, "1", "one blob for both empty files");
+            } finally {
+                await suite.sim.exec("spark-a", `cd ${snap()} && rm -rf original sub __init__.py && rm -f ${REPO}/blobs/${EMPTY}`);
+            }
+        });
+
+        test("a keyless client holding more connections than the server lets wait, reopening each: the copy still succeeds", async () => {
+            const head = suite.sim.host("spark-a").address;
+            // More than the old cap (4 × workers + 8 = 12) and than the keyless budget now (32 + 8 × workers = 40).
+            const count = 64;
+            let holder: ReturnType<typeof keylessHolder> | undefined;
+            try {
+                const { copySeconds } = await serveAndCopy(async () => {
+                    holder = keylessHolder(head, PORT, count);
+                    for (let i = 0; i < 100 && holder.opened() < count; i++) await new Promise(r => setTimeout(r, 50)); // until all are open
+                    assert.ok(holder.opened() >= count, `the keyless client holds ${count} connections (${holder.opened()} opened)`);
+                });
+                console.log(`# copy beside ${count} keyless connections held and reopened (${holder!.opened()} opened): ${copySeconds.toFixed(1)} s`);
+                assert.deepEqual(await unsoundBlobs(), []);
+            } finally {
+                holder?.stop();
+            }
+        });
     });
 
     test("the head's server refuses a snapshot that links out of the model's folder", async () => {
