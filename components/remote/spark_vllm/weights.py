@@ -177,9 +177,11 @@ def broke_off(e):
     return None
 
 
-def with_retries(attempt_once, wait_seconds, sleep=time.sleep):
-    """attempt_once() until it returns; a CopyBrokeOff (or a request error broke_off names) is tried again, with
-    backoff, until wait_seconds have passed since the last attempt that made progress; then the last one is raised."""
+def with_retries(attempt_once, wait_seconds, sleep=time.sleep, request_errors=True):
+    """attempt_once() until it returns; a CopyBrokeOff (or, with request_errors, a request error broke_off names) is
+    tried again, with backoff, until wait_seconds have passed since the last attempt that made progress; then the
+    last one is raised. fetch_blob turns its request errors into CopyBrokeOff itself: what else it raises (the disk
+    full, a folder it cannot write) is not tried again."""
     deadline, attempt = time.monotonic() + wait_seconds, 0
     while True:
         try:
@@ -189,7 +191,7 @@ def with_retries(attempt_once, wait_seconds, sleep=time.sleep):
                 deadline, attempt = time.monotonic() + wait_seconds, 0
             error = e
         except Exception as e:  # noqa: BLE001 - sorted by broke_off; anything else goes up as it is
-            if broke_off(e) is None:
+            if not request_errors or broke_off(e) is None:
                 raise
             error = e
         wait = retry_wait(attempt)
@@ -301,10 +303,13 @@ def fetch_blob(source, token, name, entry, blob, on_wrong=None):
         got = 0
         if have < size:
             rng = {"Range": "bytes=%d-" % have} if have else {}
+            on_disk = False  # an error of this host's disk is not the fetch breaking off: it is not tried again
             try:
                 with head_request(source, "/files/" + urllib.request.quote(name), token, headers=rng) as resp:
                     if have and resp.status != 206:
+                        on_disk = True
                         os.ftruncate(fd, 0)
+                        on_disk = False
                         digest, have, resumed = hashlib.sha256(), 0, 0
                     left = size - have
                     while left >= 0:
@@ -314,14 +319,16 @@ def fetch_blob(source, token, name, entry, blob, on_wrong=None):
                         if len(chunk) > left:
                             os.remove(part)
                             raise CopyRefused("%s: the head sent more than the %d bytes its manifest lists" % (name, size))
+                        on_disk = True
                         write_all(fd, chunk)
+                        on_disk = False
                         digest.update(chunk)
                         left -= len(chunk)
                         got += len(chunk)
-            except (CopyRefused, urllib.error.HTTPError):
+            except CopyRefused:
                 raise
-            except Exception as e:  # noqa: BLE001 - what broke_off names is a broken-off fetch, resumed by the next try
-                why = broke_off(e)
+            except Exception as e:  # noqa: BLE001 - what broke_off names (a 503 too) is a broken-off fetch, resumed by the next try
+                why = None if on_disk else broke_off(e)
                 if why is None:
                     raise
                 raise CopyBrokeOff("%s: %s (after %d of %d bytes)" % (name, why, have + got, size), got > 0)
@@ -424,7 +431,7 @@ def copy_files(args, cache, model, token, remote):
         entry, names = item
         name = names[0]
         try:
-            with_retries(lambda: fetch_blob(source, token, name, entry, blob(entry), wrong), wait_seconds)
+            with_retries(lambda: fetch_blob(source, token, name, entry, blob(entry), wrong), wait_seconds, request_errors=False)
             done[0] += entry["size"]
         except CopyRefused as e:
             refused.append(str(e))

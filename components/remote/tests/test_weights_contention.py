@@ -16,7 +16,7 @@ from spark_vllm import weights as w
 from spark_vllm import weights_source as ws
 from tests import scratch_dir
 from tests.hf import REVISION, make_snapshot
-from tests.test_weights import TOKEN, call, good_manifest
+from tests.test_weights import TOKEN, call, good_manifest, sha
 from tests.test_weights_blobs import blob_problems, copy_args, start_server
 
 FILES = {"config.json": b'{"model_type": "llama"}', "tokenizer.json": b"t" * 5000,
@@ -199,9 +199,9 @@ class Pools(unittest.TestCase):
 
 
 class CuttingHead:
-    """A head that cuts its first CUTS file connections: closed unanswered, or after half the body."""
+    """A head that cuts its first CUTS file connections: closed unanswered, after half the body, or answered STATUS."""
 
-    def __init__(self, test, files, cuts, mid_body=False):
+    def __init__(self, test, files, cuts, mid_body=False, status=None):
         manifest = good_manifest(**files)
         self.requests, self.lock, head = [], threading.Lock(), self
 
@@ -224,6 +224,11 @@ class CuttingHead:
                 data = files[name]
                 rng = self.headers.get("Range")
                 start = int(rng[len("bytes="):-1]) if rng else 0
+                if cut and status:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if cut and not mid_body:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -282,6 +287,30 @@ class Retries(unittest.TestCase):
         self.assertEqual(err[0], "spark-b: the copy of org/m from %s broke off; run up again to resume it:" % head.url)
         self.assertTrue(err[1].startswith("  config.json: "), err)
         self.assertTrue(err[1].endswith("(no progress for 2 s)"), err)
+
+    def test_a_busy_answer_is_retried_and_other_answers_are_not(self):
+        worker = scratch_dir(self)
+        head = CuttingHead(self, FILES, cuts=3, status=503)
+        code, _, err = call(w.weights, copy_args(worker, head.url), stdin=TOKEN + "\n")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(blob_problems(w.repo_dir(worker, "org/m")), [])
+        worker = scratch_dir(self)
+        head = CuttingHead(self, {"config.json": b"{}"}, cuts=10 ** 6, status=404)
+        code, _, err = call(w.weights, copy_args(worker, head.url), stdin=TOKEN + "\n")
+        self.assertEqual((code, err[1:]), (1, ["  config.json: the head answered 404"]))
+        self.assertEqual(len(head.requests), 1, "not tried again")
+
+    def test_an_error_of_this_hosts_disk_is_not_tried_again(self):
+        worker = scratch_dir(self)
+        content = b"{}"
+        os.makedirs(os.path.join(w.repo_dir(worker, "org/m"), "blobs", sha(content) + ".incomplete"))
+        head = CuttingHead(self, {"config.json": content}, cuts=0)
+        started = time.monotonic()
+        code, _, err = call(w.weights, copy_args(worker, head.url, waitSeconds=30), stdin=TOKEN + "\n")
+        self.assertEqual(code, 1)
+        self.assertLess(time.monotonic() - started, 5, "failed at once, not after the wait")
+        self.assertIn("Is a directory", err[1])
+        self.assertEqual(head.requests, [])
 
     def test_backoff_doubles_to_its_ceiling_and_a_step_forward_starts_the_wait_again(self):
         waits, calls = [], []
