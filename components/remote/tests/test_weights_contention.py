@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 import unittest
+from unittest import mock
 import urllib.request
 import http.server
 
@@ -201,9 +202,10 @@ class Pools(unittest.TestCase):
 class CuttingHead:
     """A head that cuts its first CUTS file connections: closed unanswered, after half the body, or answered STATUS."""
 
-    def __init__(self, test, files, cuts, mid_body=False, status=None):
+    def __init__(self, test, files, cuts, mid_body=False, status=None, cut_reports=0):
         manifest = good_manifest(**files)
         self.requests, self.lock, head = [], threading.Lock(), self
+        self.manifests, self.reports = 0, []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *a):
@@ -211,6 +213,8 @@ class CuttingHead:
 
             def do_GET(self):
                 if self.path == "/manifest.json":
+                    with head.lock:
+                        head.manifests += 1
                     body = json.dumps(manifest).encode()
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(body)))
@@ -245,7 +249,14 @@ class CuttingHead:
                 self.wfile.write(data[start:])
 
             def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
+                report = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with head.lock:
+                    head.reports.append(report)
+                    cut = len(head.reports) <= cut_reports
+                if cut:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -311,6 +322,33 @@ class Retries(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 5, "failed at once, not after the wait")
         self.assertIn("Is a directory", err[1])
         self.assertEqual(head.requests, [])
+
+    def test_the_report_is_retried(self):
+        worker = scratch_dir(self)
+        head = CuttingHead(self, {"config.json": b"{}"}, cuts=0, cut_reports=2)
+        code, _, err = call(w.weights, copy_args(worker, head.url), stdin=TOKEN + "\n")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(head.reports, [{"host": "spark-b", "ok": True, "error": ""}] * 3)
+
+    def test_a_copy_that_spends_long_hashing_what_it_holds_asks_for_the_manifest_meanwhile(self):
+        # The server stops waiting for a worker that asked and then sent nothing for its idle time (300 s): hashing
+        # 119 GB of blobs already here can take that long on a slow disk.
+        worker = scratch_dir(self)
+        blobs = os.path.join(w.repo_dir(worker, "org/m"), "blobs")
+        os.makedirs(blobs)
+        with open(os.path.join(blobs, sha(b"{}")), "wb") as f:
+            f.write(b"{}")
+        head = CuttingHead(self, {"config.json": b"{}"}, cuts=0)
+        real = w.file_matches
+
+        def slow(*a):
+            time.sleep(1.2)
+            return real(*a)
+        with mock.patch.object(w, "KEEPALIVE_SECONDS", 0.3), mock.patch.object(w, "file_matches", slow):
+            code, _, err = call(w.weights, copy_args(worker, head.url), stdin=TOKEN + "\n")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(head.requests, [], "the blob held was kept")
+        self.assertGreaterEqual(head.manifests, 3, "the manifest, then one every KEEPALIVE_SECONDS while hashing")
 
     def test_backoff_doubles_to_its_ceiling_and_a_step_forward_starts_the_wait_again(self):
         waits, calls = [], []
