@@ -193,6 +193,7 @@ def cache_dir_problems(host, cache_dir, me=None, group_members=group_members_of,
     allowed_names = {"root", my_name}
     prefix = "%s: spark-vllm:model.cacheDir: " % host
     problems = []
+    groups = {}  # gid -> members, asked once per group (a cache made under umask 002 is group-writable throughout)
 
     def who(uid):
         return "uid %d (%s)" % (uid, user_name(uid) or "no user")
@@ -202,7 +203,9 @@ def cache_dir_problems(host, cache_dir, me=None, group_members=group_members_of,
         if st.st_mode & stat.S_IWOTH:
             return "writable by others"
         if st.st_mode & stat.S_IWGRP:
-            members = group_members(st.st_gid)
+            if st.st_gid not in groups:
+                groups[st.st_gid] = group_members(st.st_gid)
+            members = groups[st.st_gid]
             strangers = sorted(members - allowed_names) if members is not None else None
             if strangers is None or strangers:
                 return "writable by group %d (members besides %s: %s)" % (
