@@ -3,6 +3,15 @@
 import { parseHostKey } from "./hostKeys";
 import { defaultBackend, lookupImage } from "./images";
 import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems } from "./givenTls";
+import { exposureProblems, extraArgProblem } from "./extraArgs";
+import { plain, show } from "./showValue";
+
+export { show } from "./showValue";
+export { vllmOptionOf } from "./vllmArgv";
+export {
+    DATA_PARALLEL_VLLM_FLAGS, KV_EVENTS_DEFAULT_ENDPOINT, MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS,
+    VLLM_ALIASES, VLLM_H11_LIMITS, exposureProblems,
+} from "./extraArgs";
 
 /** The stack config namespace: every key is `spark-vllm:<key>`. */
 export const CONFIG_NAMESPACE = "spark-vllm";
@@ -260,27 +269,6 @@ export function commandLengthProblem(label: string, text: string): string | unde
  */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/;
 
-/** A value for an error message: quoted, escaped to printable ASCII, and cut at `max` characters. Never more than one line. */
-export function show(value: string, max = 60): string {
-    const cut = value.length > max;
-    let out = "";
-    for (const ch of cut ? value.slice(0, max) : value) {
-        const c = ch.codePointAt(0)!;
-        if (ch === '"' || ch === "\\") out += "\\" + ch;
-        else if (c >= 0x20 && c < 0x7f) out += ch;
-        else if (ch === "\n") out += "\\n";
-        else if (ch === "\t") out += "\\t";
-        else if (ch === "\r") out += "\\r";
-        else out += c > 0xffff ? `\\u{${c.toString(16)}}` : `\\u${c.toString(16).padStart(4, "0")}`;
-    }
-    return cut ? `"${out}…" (${value.length} characters)` : `"${out}"`;
-}
-
-/** A key or option name as written in a message: bare when it is plain, else shown escaped. */
-function plain(s: string): string {
-    return /^[A-Za-z0-9_.:+-]{1,64}$/.test(s) ? s : show(s, 40);
-}
-
 function describe(value: unknown): string {
     if (Array.isArray(value)) return "a list";
     if (typeof value === "string") return show(value, 40);
@@ -369,232 +357,6 @@ export function rawConfigFromStack(config: Record<string, unknown>, opts: StackC
         } else raw[key] = opts.text && typeof value === "string" ? parseConfigText(value) : value;
     }
     return raw;
-}
-
-// ---------------------------------------------------------------- vLLM's own options
-
-/**
- * The flags spark-vllm sets itself, with the config key that sets each; extraArgs may not repeat them in any
- * spelling vLLM accepts (see vllmOptionOf).
- */
-export const MANAGED_VLLM_FLAGS: Record<string, string> = {
-    "--model": "model.id",
-    "--tensor-parallel-size": "vllm.tensorParallelSize",
-    "-tp": "vllm.tensorParallelSize",
-    "--pipeline-parallel-size": "vllm.pipelineParallelSize",
-    "-pp": "vllm.pipelineParallelSize",
-    // vLLM's own port is the loopback one behind the endpoint proxy (which publishes vllm.port).
-    "--port": "vllm.internalPort",
-    "--host": "vllm.internalPort (vLLM listens on 127.0.0.1 only, behind the endpoint proxy)",
-    "--gpu-memory-utilization": "vllm.gpuMemoryUtilization",
-    "--max-model-len": "vllm.maxModelLen",
-    "--served-model-name": "model.servedName",
-    "--api-key": "the generated apiKey output (never put a key in extraArgs)",
-    "--hf-token": "hfToken, a secret (never put a token in extraArgs)",
-    "--distributed-executor-backend": "vllm.backend",
-    "--trust-remote-code": "model.trustRemoteCode",
-    // vLLM's multi-node launch without Ray: spark-vllm decides how the hosts find each other.
-    "--nnodes": "hosts (spark-vllm's multi-node launch)",
-    "--node-rank": "hosts (spark-vllm's multi-node launch)",
-    "--master-addr": "hosts (spark-vllm's multi-node launch)",
-    "--master-port": "hosts (spark-vllm's multi-node launch)",
-    "--headless": "hosts (spark-vllm's multi-node launch)",
-};
-
-const SSL_REFUSAL = "the endpoint proxy speaks plain HTTP to vLLM on the head's loopback and terminates TLS itself; " +
-    "set spark-vllm:endpoint.tls instead";
-
-/** Options refused in extraArgs whatever their value. */
-export const REFUSED_VLLM_FLAGS: Record<string, string> = {
-    // FlexibleArgumentParser._pull_args_from_config (vllm/utils/argparse_utils.py) splices every key of the
-    // YAML file into the arguments: a file on the host could set the port, the key or the parallelism.
-    "--config": "vLLM reads options from that file, which can override every option spark-vllm sets; " +
-        "list the options themselves in spark-vllm:vllm.extraArgs",
-    // Issue 30: options that open a listener beside the endpoint proxy, or replace or weaken the checks of vLLM's
-    // HTTP stack (FrontendArgs in vllm/entrypoints/openai/cli_args.py, EngineArgs.add_cli_args in
-    // vllm/engine/arg_utils.py). docs/security.md#refused-extraargs lists each with its reason.
-    "--middleware": "it adds any importable ASGI middleware in front of vLLM's own routes and key check " +
-        "(FrontendArgs.middleware, vllm/entrypoints/openai/cli_args.py)",
-    "--root-path": "it mounts vLLM's routes under a prefix (FastAPI root_path), so the paths vLLM checks the key on " +
-        "are no longer the paths the endpoint proxy forwards and guards",
-    "--allowed-local-media-path": "it lets every API caller read files of the host's file system in that directory " +
-        "through file:// media URLs (vLLM's help calls it a security risk); send media in the request instead",
-    "--uds": "it moves vLLM's HTTP listener to a Unix socket of your choosing; where vLLM listens is spark-vllm's, " +
-        "behind the endpoint proxy",
-    "--grpc": "it serves gRPC instead of the HTTP API that the endpoint proxy forwards and guards",
-    "--ssl-keyfile": SSL_REFUSAL,
-    "--ssl-certfile": SSL_REFUSAL,
-    "--ssl-ca-certs": SSL_REFUSAL,
-    "--ssl-cert-reqs": SSL_REFUSAL,
-    "--ssl-ciphers": SSL_REFUSAL,
-    "--enable-ssl-refresh": SSL_REFUSAL,
-    "--kv-transfer-config": "KV-transfer connectors (disaggregated prefill) open listeners of their own (kv_ip/kv_port, " +
-        "vllm/config/kv_transfer.py) outside the endpoint proxy and can load any module (kv_connector_module_path); " +
-        "spark-vllm does not deploy disaggregated serving",
-    "--ec-transfer-config": "encoder-cache transfer connectors open listeners of their own outside the endpoint proxy " +
-        "(vllm/config/ec_transfer.py); spark-vllm does not deploy disaggregated serving",
-    "--data-parallel-multi-port-external-lb": "it starts one more API server per data-parallel rank, on ports the " +
-        "endpoint proxy does not front",
-    "--data-parallel-supervisor-port": "it opens the HTTP port of the multi-port data-parallel health supervisor, which " +
-        "the endpoint proxy does not front",
-    "--trust-request-chat-template": "it lets every API caller send a chat template that the server renders; vLLM " +
-        "refuses request templates unless told to (FrontendArgs.trust_request_chat_template)",
-};
-
-/** Options whose value decides whether they open a listener beside the proxy or weaken vLLM's HTTP limits. */
-export const VALUE_CHECKED_VLLM_FLAGS = ["--kv-events-config", "--data-parallel-address", "-dpa",
-    "--h11-max-incomplete-event-size", "--h11-max-header-count"] as const;
-
-/**
- * vLLM's h11 limits against header abuse (FrontendArgs.h11_max_incomplete_event_size / h11_max_header_count,
- * defaults H11_MAX_INCOMPLETE_EVENT_SIZE_DEFAULT and H11_MAX_HEADER_COUNT_DEFAULT in
- * vllm/entrypoints/serve/utils/constants.py, as cli_args.py documents them): lowering is fine, raising is refused.
- */
-export const VLLM_H11_LIMITS: Record<string, number> = {
-    "--h11-max-incomplete-event-size": 4194304,
-    "--h11-max-header-count": 256,
-};
-
-/** KVEventsConfig.endpoint's default (vllm/config/kv_events.py): a ZMQ publisher on every interface. */
-export const KV_EVENTS_DEFAULT_ENDPOINT = "tcp://*:5557";
-
-/**
- * The option an argument names, as vLLM's parser reads it; undefined for a value. vLLM's FlexibleArgumentParser
- * (vllm/utils/argparse_utils.py, parse_args) turns `_` into `-` in the name of every `--` argument (the part
- * before `=` and before the first `.`, as in `--json-arg.key`) and takes `--name=value`; argparse takes `-tp=2`
- * for short options. Names compare in lower case (vLLM refuses other cases anyway).
- */
-export function vllmOptionOf(arg: string): string | undefined {
-    if (!arg.startsWith("-") || arg === "-" || arg === "--" || /^-[0-9.]/.test(arg)) return undefined;
-    const name = arg.split("=")[0];
-    if (name.startsWith("--")) return "--" + name.slice(2).split(".")[0].replace(/_/g, "-").toLowerCase();
-    return name.toLowerCase();
-}
-
-/**
- * The managed or refused option an extraArgs option would set in vLLM: itself, its `--no-` negation
- * (BooleanOptionalAction), or an abbreviation: argparse takes any unambiguous prefix of a long option
- * (allow_abbrev, on by default and not turned off by vLLM's parsers, vllm/entrypoints/cli/main.py), and of
- * `-tp` / `-pp`.
- */
-function governedOption(option: string): string | undefined {
-    const table = { ...MANAGED_VLLM_FLAGS, ...REFUSED_VLLM_FLAGS };
-    const names = Object.keys(table);
-    for (const o of option.startsWith("--no-") ? [option, "--" + option.slice(5)] : [option]) {
-        if (table[o]) return o;
-        const long = o.startsWith("--");
-        if (long ? o.length > 2 : o.length === 2) {
-            const hit = names.find(n => n.startsWith("--") === long && n.startsWith(o));
-            if (hit) return hit;
-        }
-    }
-    return undefined;
-}
-
-/** A problem with one extraArgs entry that names a flag spark-vllm sets or refuses; undefined when it names none. */
-function extraArgProblem(arg: string): string | undefined {
-    const option = vllmOptionOf(arg);
-    if (option === undefined) return undefined;
-    const governed = governedOption(option);
-    if (governed === undefined) return undefined;
-    const written = arg.split("=")[0];
-    const name = written === governed ? governed : `${plain(written)} (vLLM reads it as ${governed})`;
-    const refused = REFUSED_VLLM_FLAGS[governed];
-    if (refused) return `${name} is refused: ${refused}`;
-    const from = MANAGED_VLLM_FLAGS[governed];
-    const key = /^[a-z]+\.[A-Za-z]+$/.test(from) ? `${CONFIG_NAMESPACE}:${from}` : undefined;
-    return `${name} is set by spark-vllm from ${from}; remove it from extraArgs${key ? ` and set ${key} instead` : ""}`;
-}
-
-/** The value-checked option ARG's option names (exact, or an argparse abbreviation of a long one); undefined if none. */
-function valueCheckedOption(option: string): string | undefined {
-    if ((VALUE_CHECKED_VLLM_FLAGS as readonly string[]).includes(option)) return option;
-    if (!option.startsWith("--") || option.length <= 2) return undefined;
-    return VALUE_CHECKED_VLLM_FLAGS.find(n => n.startsWith("--") && n.startsWith(option));
-}
-
-/** Loopback as a ZMQ endpoint: ipc:// and inproc:// never leave the host; tcp:// only to a loopback address. */
-function loopbackZmqEndpoint(endpoint: string): boolean {
-    if (/^(?:ipc|inproc):\/\/./.test(endpoint)) return true;
-    const tcp = /^tcp:\/\/(.+):(\d{1,5})$/.exec(endpoint);
-    return !!tcp && loopbackHost(tcp[1]);
-}
-
-function loopbackHost(host: string): boolean {
-    const v4 = parseIPv4(host);
-    return v4 ? v4[0] === 127 : host === "localhost" || host === "[::1]" || host === "::1";
-}
-
-/**
- * Problems with extraArgs whose value opens a listener on other than loopback or raises a limit of vLLM's HTTP stack,
- * as [index, message]. Reads `--flag value`, `--flag=value`, JSON values and vLLM's dotted JSON keys
- * (`--kv-events-config.endpoint=…`, which FlexibleArgumentParser folds into the JSON option; vllm/utils/
- * argparse_utils.py), in any spelling vllmOptionOf accepts.
- */
-export function exposureProblems(args: readonly string[]): Array<[number, string]> {
-    const problems: Array<[number, string]> = [];
-    // KV-cache events: the merged config, and where each field was set (the last setting wins, as in vLLM).
-    const kv: Record<string, unknown> = {};
-    const kvAt: Record<string, number> = {};
-    let kvFirst: number | undefined;
-    for (let i = 0; i < args.length; i++) {
-        const option = vllmOptionOf(args[i]);
-        const name = option && valueCheckedOption(option);
-        if (!name) continue;
-        const eq = args[i].indexOf("=");
-        const written = eq < 0 ? args[i] : args[i].slice(0, eq);
-        const next = args[i + 1];
-        const takesNext = eq < 0 && next !== undefined && vllmOptionOf(next) === undefined;
-        const value = eq >= 0 ? args[i].slice(eq + 1) : takesNext ? next : undefined;
-        const shown = `${plain(written)}${value === undefined ? "" : ` ${show(value, 60)}`}`;
-        if (name === "--kv-events-config") {
-            kvFirst ??= i;
-            const dot = written.indexOf(".");
-            if (dot >= 0) {
-                const key = written.slice(dot + 1).split(".")[0];
-                kv[key] = value ?? true;
-                kvAt[key] = i;
-                continue;
-            }
-            let parsed: unknown;
-            try {
-                parsed = value === undefined ? undefined : JSON.parse(value);
-            } catch {
-                parsed = undefined;
-            }
-            if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-                problems.push([i, `${shown}: the value must be a JSON object, so that spark-vllm can check its endpoints ` +
-                    `(KVEventsConfig, vllm/config/kv_events.py)`]);
-                continue;
-            }
-            for (const [k, v] of Object.entries(parsed)) { kv[k] = v; kvAt[k] = i; }
-        } else if (name === "--data-parallel-address" || name === "-dpa") {
-            if (value !== undefined && !loopbackHost(value))
-                problems.push([i, `${shown} is refused: vLLM's data-parallel coordination listens on that address, which is ` +
-                    `not loopback, outside the endpoint proxy; leave it out, or use 127.0.0.1 for data parallelism on one host`]);
-        } else {
-            const limit = VLLM_H11_LIMITS[name];
-            const n = value === undefined ? NaN : Number(value);
-            if (value !== undefined && !(Number.isInteger(n) && n > 0 && n <= limit))
-                problems.push([i, `${shown} is refused: it may only lower vLLM's limit against header abuse (default and ` +
-                    `most ${limit}), not raise or remove it`]);
-        }
-    }
-    if (kvFirst !== undefined) {
-        const enabled = kv.enable_kv_cache_events === true || String(kv.enable_kv_cache_events).toLowerCase() === "true" || kv.publisher === "zmq";
-        for (const key of ["endpoint", "replay_endpoint"]) {
-            const v = kv[key];
-            if (v === undefined || v === null) continue;
-            if (typeof v !== "string" || !loopbackZmqEndpoint(v))
-                problems.push([kvAt[key], `--kv-events-config ${key} ${show(String(v), 60)} is refused: vLLM's KV-event ` +
-                    `publisher listens there, which is not loopback, outside the endpoint proxy; use tcp://127.0.0.1:PORT or ipc://PATH`]);
-        }
-        if (enabled && (kv.endpoint === undefined || kv.endpoint === null))
-            problems.push([kvFirst, `--kv-events-config turns KV-cache events on without an endpoint: vLLM's default ` +
-                `${KV_EVENTS_DEFAULT_ENDPOINT} (vllm/config/kv_events.py) listens on every interface; set "endpoint" to ` +
-                `tcp://127.0.0.1:PORT or ipc://PATH`]);
-    }
-    return problems;
 }
 
 // ---------------------------------------------------------------- value rules
