@@ -649,8 +649,30 @@ function parseHostKeyAt(r: Reader, ssh: Obj | undefined, sshPath: string): strin
     return "key" in parsed ? parsed.key : null;
 }
 
-/** A directory spark-vllm mounts into every container and writes to: absolute, plain, and its own. */
-function parseDirectory(r: Reader, obj: Obj | undefined, key: string, path: string, example: string, fallback?: string): string | undefined {
+/**
+ * Directories every local account can write to, sticky (mode 1777): systemd's tmpfiles.d/tmp.conf (`q /tmp 1777 root
+ * root`, `q /var/tmp 1777 root root`) and its mount of /dev/shm (src/shared/mount-setup.c, `"mode=01777"`), as on DGX
+ * OS (Ubuntu).
+ */
+const WORLD_WRITABLE_DIRS = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/**
+ * Issue 41: why model.cacheDir may not be under a world-writable directory. Root in the vLLM container loads code from
+ * under it (components/plan.ts sets HF_HOME to it and VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under
+ * its spark-vllm-compile/), and any local account could create it, or a directory on its path, first. logDir, under
+ * /var/tmp by default, is checked on the host instead (its owner and mode chain, docs/security.md#logdir-ownership).
+ */
+const CODE_CACHE_REFUSAL = "so any local account can create it, or a directory on its path, before spark-vllm does and " +
+    "decide what is in it, and root in the vLLM container loads code from under it: HF_HOME is the directory itself (a " +
+    "model's own code with model.trustRemoteCode), and VLLM_CACHE_ROOT, TRITON_CACHE_DIR (compiled launchers it dlopens) " +
+    "and TORCHINDUCTOR_CACHE_DIR (pickled graphs, generated Python) are under its spark-vllm-compile/";
+
+/**
+ * A directory spark-vllm mounts into every container and writes to: absolute, plain, and its own. `notUnderOpenDirs`:
+ * also refused under a world-writable directory, with that reason.
+ */
+function parseDirectory(r: Reader, obj: Obj | undefined, key: string, path: string, example: string, fallback?: string,
+    notUnderOpenDirs?: string): string | undefined {
     const at = join(path, key);
     const value = r.string(obj, key, path, fallback, LIMITS.pathChars);
     if (value === undefined) return undefined;
@@ -659,6 +681,10 @@ function parseDirectory(r: Reader, obj: Obj | undefined, key: string, path: stri
     const parts = value.split("/").slice(1);
     if (parts.some(p => p === "." || p === "..")) return fail(`${show(value)} has a . or .. component; write the directory itself`);
     if (value !== "/" && parts.some(p => p === "")) return fail(`${show(value)} has an empty component (// or a trailing /); write the directory itself`);
+    const open = notUnderOpenDirs === undefined ? undefined : WORLD_WRITABLE_DIRS.find(d => value.startsWith(`${d}/`));
+    if (open)
+        return fail(`${show(value)} is under ${open}, which every local account can write to (mode 1777), ${notUnderOpenDirs}; ` +
+            `give it a directory of its own outside ${WORLD_WRITABLE_DIRS.join(", ")}, such as ${example}`);
     const tree = SYSTEM_TREES.find(t => value === t || value.startsWith(`${t}/`));
     if (tree || SHARED_DIRS.includes(value))
         return fail(`${show(value)} is ${value === "/" ? "the root directory" : tree ? `a system directory (under ${tree})` : "a directory shared by the whole system"}: ` +
@@ -752,7 +778,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const servedName = r.string(model, "servedName", "model", modelId ?? "", 256);
     if (servedName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._\/:-]*$/.test(servedName))
         r.problem("model.servedName", `${show(servedName)} may use only letters, digits and ._/:-`);
-    const cacheDir = parseDirectory(r, model, "cacheDir", "model", "/home/<user>/.cache/huggingface");
+    const cacheDir = parseDirectory(r, model, "cacheDir", "model", "/home/<user>/.cache/huggingface", undefined, CODE_CACHE_REFUSAL);
     const trustRemoteCode = r.boolean(model, "trustRemoteCode", "model", false);
     const weights = r.string(model, "weights", "model", "present");
     if (weights !== undefined && !["present", "download", "head-then-copy"].includes(weights))

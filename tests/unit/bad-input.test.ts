@@ -93,7 +93,8 @@ test("cacheDir and logDir may not be /, system or shared directories, or hold . 
     const raw = rawConfig(1);
     raw.model.cacheDir = "/etc";
     assert.match(problems(raw)[0], /^spark-vllm:model\.cacheDir: "\/etc" is a system directory \(under \/etc\): spark-vllm mounts it into every container .*such as \/home\/<user>\/\.cache\/huggingface$/);
-    for (const ok of ["/home/nvidia/.cache/huggingface", "/root/.cache/huggingface", "/data/hf", "/var/tmp/spark-vllm", "/mnt/nvme/hf"]) {
+    // (Under /var/tmp is fine for logDir, checked on the host; not for cacheDir: tests/unit/extra-args-boundary.test.ts.)
+    for (const ok of ["/home/nvidia/.cache/huggingface", "/root/.cache/huggingface", "/data/hf", "/var/lib/spark-vllm/hf", "/mnt/nvme/hf"]) {
         const good = rawConfig(1);
         good.model.cacheDir = ok;
         good.logDir = ok + "-logs";

@@ -34,9 +34,13 @@ test("hfToken: the weights command reads the token from stdin and downloads with
         const cacheDir = path.join(shell.root, "hf");
         const raw = rawConfig(2);
         // A model outside the catalog: no expected size, so no free-disk check against this machine's disk.
-        raw.model = { id: "org/gated-model", cacheDir, weights: "download" };
+        raw.model = { id: "org/gated-model", cacheDir: "/home/nvidia/.cache/huggingface", weights: "download" };
         fs.mkdirSync(cacheDir);
-        const plan = planCluster(parseSpec(raw), undefined, { hfToken: true });
+        // The sandbox is under the system's temporary directory, which parseSpec refuses for cacheDir (issue 41): the
+        // spec is parsed with a regular path, then pointed at the sandbox.
+        const spec = parseSpec(raw);
+        spec.model.cacheDir = cacheDir;
+        const plan = planCluster(spec, undefined, { hfToken: true });
         const weights = plan.hosts[0].weights;
         assert.equal(weights.stdin, "hfToken");
         assert.match(weights.create, /docker exec -i /, "stdin reaches the helper program");
