@@ -147,6 +147,9 @@ const PROBES: string[][] = [
     ["--distributed_executor_backend", "mp"], ["--trust-remote-code"], ["--no-trust-remote-code"], ["--trust-remote"],
     ["--nnodes=2"], ["--node-rank=1"], ["--master-addr=1.2.3.4"], ["--master-port=1"], ["--headless"], ["--head"],
     ["--model=x/y"], ["--mod", "x/y"], ["--config=/tmp/none.yaml"],
+    // Issue 41: short aliases (-n, -r, -r1 with its value attached), single-dash dotted keys, and an exact option
+    // whose name starts a refused one (--reasoning-parser, not an abbreviation of --reasoning-parser-plugin).
+    ["-n", "2"], ["-r", "1"], ["-r1"], ["-n=2"], ["-tp.x=4"], ["-dpm"], ["--reasoning-parser", "deepseek_r1"],
     // Options spark-vllm does not set: the normaliser must let them through.
     ["--enable-prefix-caching"], ["--no-enable-prefix-caching"], ["--max-num-seqs=8"], ["--kv-cache-dtype=fp8"],
     ["--enforce-eager"], ["--load-format", "safetensors"], ["--model-impl", "auto"], ["--max-num-batched-tokens", "4096"],
