@@ -19,6 +19,7 @@ import { parseImageRef } from "../components/spec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
 import { quantizationKernelProblem } from "../components/imageKernels";
 import { HOST_KEY_HOWTO } from "../components/hostKeys";
+import { vllmServeArgvs } from "./shellWords";
 
 /**
  * The host the image rules assume at preview: a GB10 (compute capability 12.1) on DGX OS's R580 driver branch
@@ -385,8 +386,12 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             if (args.type !== COMMAND) return;
             const text = commandText(args.props);
             // An mp worker's `vllm serve --headless` runs engine ranks only and serves no API
-            // (vllm/entrypoints/cli/serve.py run_headless), so it has no key to check.
-            if (!isServe(text) || /\s--headless\b/.test(text)) return;
+            // (vllm/entrypoints/cli/serve.py run_headless), so it has no key to check. Issue 41: `--headless` counts
+            // only as an argument of its own in the argument lists the shell passes to vllm serve, not as text
+            // inside another argument's value; text the shell cannot split proves nothing.
+            if (!isServe(text)) return;
+            const argvs = vllmServeArgvs(text);
+            if (argvs && argvs.length > 0 && argvs.every(argv => argv.includes("--headless"))) return;
             const reads = /\bread\b[^\n]*\bVLLM_API_KEY\b/.test(text);
             // Unknown in preview (UNKNOWN) when it is the generated key: something is piped, which is what matters.
             const stdin = args.props.stdin;

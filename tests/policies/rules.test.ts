@@ -201,6 +201,16 @@ test("fabric-interface-family", () => {
     assert.match(dup[0], /share VLLM_HOST_IP=10\.0\.0\.1/);
 });
 
+test("endpoint-requires-api-key: --headless counts only as an argument of its own, not inside another's value (issue 41)", () => {
+    // An mp worker (`vllm serve … --headless`) serves no API and reads no key.
+    assert.deepEqual(onResources("endpoint-requires-api-key", [serve({ read: false, stdin: undefined, extra: "--headless" })]), []);
+    // The API server without the key read, " --headless" inside a value: still refused.
+    for (const extra of ['--chat-template "x --headless y"', "--served-model-name-x a\\ --headless", "--x='\"'\"' --headless'\"'\"'"])
+        assert.match(onResources("endpoint-requires-api-key", [serve({ read: false, extra })])[0] ?? "accepted", /does not read VLLM_API_KEY from stdin/, extra);
+    // Text the shell cannot split (an open quote) says nothing about --headless: the key is still required.
+    assert.match(onResources("endpoint-requires-api-key", [serve({ read: false, extra: '"open --headless' })])[0] ?? "accepted", /does not read VLLM_API_KEY/);
+});
+
 test("endpoint-requires-api-key", () => {
     assert.deepEqual(onResources("endpoint-requires-api-key", [serve(), serve({ stdin: "secret-key\n" }), rayHead()]), []);
     assert.match(onResources("endpoint-requires-api-key", [serve({ read: false })])[0], /does not read VLLM_API_KEY from stdin/);
