@@ -282,3 +282,10 @@ export function exposureProblems(args: readonly string[]): Array<[number, string
     }
     return [...problems, ...dataParallelProblems(args, loopbackAddress), ...codeLoadingProblems(args)];
 }
+
+/** The refusal of an argument that names a refused option (not one spark-vllm sets itself); undefined otherwise. */
+export function refusedArgProblem(arg: string): string | undefined {
+    const option = vllmOptionOf(arg);
+    const governed = option === undefined ? undefined : governedOption(option);
+    return governed !== undefined && REFUSED_VLLM_FLAGS[governed] ? extraArgProblem(arg) : undefined;
+}

@@ -19,6 +19,8 @@ import { parseImageRef } from "../components/spec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
 import { quantizationKernelProblem } from "../components/imageKernels";
 import { HOST_KEY_HOWTO } from "../components/hostKeys";
+import { exposureProblems, refusedArgProblem } from "../components/extraArgs";
+import { KEYGUARD_MIDDLEWARE } from "../components/plan";
 import { vllmServeArgvs } from "./shellWords";
 
 /**
@@ -397,6 +399,26 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             const stdin = args.props.stdin;
             if (!reads || stdin === undefined || stdin === null || stdin === "")
                 report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan.ts does).`);
+        },
+    },
+    {
+        name: "vllm-serve-arguments-confined",
+        description: "vllm serve's arguments, read as vLLM resolves them, start no KV-event publisher, choose no data-parallel address but loopback, keep vLLM's h11 limits, load no code the stack names and open no listener beside the endpoint proxy (the rules parseSpec applies to vllm.extraArgs, components/extraArgs.ts).",
+        enforcementLevel: "mandatory",
+        validateResource: (args, report) => {
+            if (args.type !== COMMAND) return;
+            const text = commandText(args.props);
+            if (!isServe(text)) return;
+            // The arguments after `vllm serve MODEL`, as the shell passes them, less the planner's own key guard
+            // (components/plan.ts vllmServeArgv: `--middleware <KEYGUARD_MIDDLEWARE>` on the head).
+            for (const argv of vllmServeArgvs(text) ?? []) {
+                const rest = argv.slice(3);
+                const own = rest.findIndex((a, i) => a === "--middleware" && rest[i + 1] === KEYGUARD_MIDDLEWARE);
+                const checked = own < 0 ? rest : [...rest.slice(0, own), ...rest.slice(own + 2)];
+                const problems = [...checked.map(refusedArgProblem).filter((p): p is string => !!p), ...exposureProblems(checked).map(([, p]) => p)];
+                for (const p of problems)
+                    report(`vllm serve in ${args.name}: ${p}. Remediation: remove it from spark-vllm:vllm.extraArgs (\`spark-vllm plan\` names the entry).`);
+            }
         },
     },
     {

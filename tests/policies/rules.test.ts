@@ -3,6 +3,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { COMMAND, CONTAINER, REMOTE_IMAGE, UNKNOWN, findSecret, interfaceFamily, knownVllmVersion, policies } from "../../policies/rules";
+import { parseSpec } from "../../components/spec";
+import { planCluster } from "../../components/plan";
+import { rawConfig } from "../fixtures";
 
 type Res = { type: string; name: string; urn: string; props: Record<string, any> };
 
@@ -287,4 +290,30 @@ test("ssh-host-keys-pinned: an advisory naming every host whose commands accept 
     assert.match(msgs[0], /spark-vllm:hosts\[\]\.ssh\.hostKey .*\/etc\/ssh\/ssh_host_ed25519_key\.pub.*ssh-keyscan -t ed25519 HOST/);
     // Not known at preview (an output, or a secret the engine hides): no verdict.
     assert.deepEqual(onStack("ssh-host-keys-pinned", [command("x", "true", { connection: UNKNOWN })]), []);
+});
+
+test("vllm-serve-arguments-confined: the extraArgs rules on the planned vllm serve, as vLLM resolves its arguments (issue 41)", () => {
+    const rule = "vllm-serve-arguments-confined";
+    assert.deepEqual(onResources(rule, stack()), []);
+    const hostile: Array<[string, RegExp]> = [
+        ["--kv-events-config.enable_kv_cache_events=1", /KV-cache event publisher on/],
+        ['--kv-events-config "{\\"enable_kv_cache_events\\": \\"yes\\", \\"endpoint\\": \\"tcp://127.0.0.1:5557\\"}"', /KV-cache event publisher on/],
+        ['--compilation-config "{\\"backend\\": \\"evil.f\\"}"', /backend "evil.f" is refused/],
+        ["--tool-parser-plugin /tmp/p.py", /it makes vLLM import and run code/],
+        ["--middleware evil.Mw", /it makes vLLM import and run code/],
+        ["--data-parallel-backend ray", /without a loopback --data-parallel-address/],
+        ["--h11-max-header-count 0x100", /Python's int\(\)/],
+    ];
+    for (const [extra, why] of hostile) {
+        const msgs = onResources(rule, [serve({ extra })]);
+        assert.equal(msgs.length, 1, `${extra}: ${msgs.join("\n")}`);
+        assert.match(msgs[0], why);
+        assert.match(msgs[0], /Remediation: remove it from spark-vllm:vllm\.extraArgs/);
+    }
+    // The planner's own launch (with its key-guard --middleware) passes; extraArgs that bypassed parseSpec do not.
+    const spec = parseSpec(rawConfig(2));
+    const own = planCluster(spec).vllmLaunch;
+    assert.deepEqual(onResources(rule, [command("endpoint-launch", own.create)]), []);
+    spec.vllm.extraArgs = ["--worker-extension-cls", "evil.Ext", "--kv-events-config.enable_kv_cache_events=on"];
+    assert.equal(onResources(rule, [command("endpoint-launch", planCluster(spec).vllmLaunch.create)]).length, 2);
 });
