@@ -4,7 +4,7 @@
 // resolves (vllmArgv.ts). docs/security.md#refused-extraargs lists them with their reasons. Pure.
 import { CODE_LOADING_VLLM_FLAGS, codeLoadingProblems } from "./codeLoadingArgs";
 import { plain, show, showJson } from "./showValue";
-import { NOT_JSON, ResolvedJsonOption, dottedArg, isObject, namesOption, optionValue, pydanticBool, pythonInt, resolveJsonOption, vllmOptionOf } from "./vllmArgv";
+import { NOT_JSON, ResolvedJsonOption, dottedArg, dottedValueIndexes, isObject, namesOption, optionValue, pydanticBool, pythonInt, resolveJsonOption, vllmOptionOf } from "./vllmArgv";
 
 /**
  * The flags spark-vllm sets itself, with the config key that sets each; extraArgs may not repeat them in any
@@ -234,9 +234,10 @@ const DATA_PARALLEL_ADDRESS = "vLLM then picks the data-parallel address itself 
 function dataParallelProblems(args: readonly string[], loopbackAddress: boolean): Array<[number, string]> {
     if (loopbackAddress) return [];
     const problems: Array<[number, string]> = [];
+    const taken = dottedValueIndexes(args);
     args.forEach((arg, i) => {
         const option = vllmOptionOf(arg);
-        if (option && isDataParallel(option) && !(i > 0 && dottedArg(args, i - 1)?.takesNext))
+        if (option && isDataParallel(option) && !taken.has(i))
             problems.push([i, `${plain(arg.split("=")[0])} is refused without a loopback --data-parallel-address: ${DATA_PARALLEL_ADDRESS}`]);
     });
     return problems;
@@ -252,7 +253,9 @@ function dataParallelProblems(args: readonly string[], loopbackAddress: boolean)
 export function exposureProblems(args: readonly string[]): Array<[number, string]> {
     const problems: Array<[number, string]> = [...kvEventsProblems(args)];
     let loopbackAddress = false;
+    const taken = dottedValueIndexes(args);
     for (let i = 0; i < args.length; i++) {
+        if (taken.has(i)) continue;
         const option = vllmOptionOf(args[i]);
         const name = option && valueCheckedOption(option);
         if (!name || name === "--kv-events-config") continue;

@@ -87,6 +87,21 @@ export function compilationShorthand(args: readonly string[], i: number): Dotted
     return { option: "-O", group: "-O", keys: key.split(".").slice(1), text: eq >= 0 ? arg.slice(eq + 1) : args[i + 1], takesNext: eq < 0 };
 }
 
+/**
+ * The arguments vLLM takes as the values of dotted keys (a dotted argument without `=` takes the next one, whatever it
+ * is, and that one is not read again: `if i in delete: continue`, vllm/utils/argparse_utils.py parse_args), so they
+ * are not options. `-O…` arguments take nothing here: vLLM 0.20 and later read them as --optimization-level, leaving
+ * the next argument to stand on its own, which is the reading that hides nothing.
+ */
+export function dottedValueIndexes(args: readonly string[]): Set<number> {
+    const taken = new Set<number>();
+    for (let i = 0; i < args.length; i++) {
+        if (taken.has(i)) continue;
+        if (dottedArg(args, i)?.takesNext) taken.add(i + 1);
+    }
+    return taken;
+}
+
 // ---------------------------------------------------------------- values as Python and pydantic read them
 
 /**
@@ -186,7 +201,9 @@ export function resolveJsonOption(args: readonly string[], isOption: (option: st
     const entries: number[] = [];
     let plain: { at: number; value: unknown } | undefined;
     const groups = new Map<string, { at: number; dict: Record<string, unknown>; keyAt: Record<string, number>; entries: number[] }>();
+    const taken = dottedValueIndexes(args);
     for (let i = 0; i < args.length; i++) {
+        if (taken.has(i)) continue;
         const shorthand = compilationShorthand(args, i);
         const dotted = shorthand === "plain" ? undefined : shorthand ?? dottedArg(args, i);
         if (dotted) {
@@ -199,7 +216,6 @@ export function resolveJsonOption(args: readonly string[], isOption: (option: st
                 mergeInto(group.dict, dotted.keys.reduceRight<Record<string, unknown>>((v, k) => ({ [k]: v }), value as any));
                 group.keyAt[dotted.keys[0]] = i;
             }
-            if (dotted.takesNext) i++;
             continue;
         }
         const option = shorthand === "plain" ? "-O" : vllmOptionOf(args[i]);

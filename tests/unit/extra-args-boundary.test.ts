@@ -46,6 +46,11 @@ test("item 1: dotted keys replace a plain --kv-events-config whole, wherever eit
     accepted("--kv-events-config.endpoint=ipc:///tmp/kv", "--kv-events-config", '{"enable_kv_cache_events": 1}');
     // The plain value turns events on but a dotted key replaces it: vLLM resolves {"topic": "x"}, events off.
     accepted("--kv-events-config", '{"enable_kv_cache_events": true}', "--kv-events-config.topic=x");
+    // A dotted key without `=` takes the next argument as its value, whatever it is: here the topic.
+    accepted("--kv-events-config.topic", "--kv-events-config.enable_kv_cache_events=1");
+    // vLLM 0.20 and later read -O.backend as --optimization-level, which takes no next argument: the dotted key after
+    // it stands on its own there (in vLLM 0.10 it would be -O's value).
+    refused(["-O.backend", "--kv-events-config.enable_kv_cache_events=1"], 1, KV_ON);
     // Of two plain values the last one counts.
     accepted("--kv-events-config", '{"enable_kv_cache_events": true}', "--kv-events-config", '{"enable_kv_cache_events": false}');
     refused(["--kv-events-config", '{"enable_kv_cache_events": false}', "--kv-events-config", '{"enable_kv_cache_events": true}'], 2, KV_ON);
@@ -105,6 +110,9 @@ test("item 7: data parallelism needs a loopback --data-parallel-address; vLLM wo
     refused(["--data-parallel-b", "ray"], 0, DP);
     refused(["-dpb", "ray", "-dpa", "10.0.0.5"], 2, /-dpa "10\.0\.0\.5" is refused/);
     refused(["-dpm"], 0, /--data-parallel-multi-port-external-lb\) is refused/);
+    // A dotted key without `=` takes the next argument as its value, and that one is not read again (so "-dp" here is
+    // an option again): vllm/utils/argparse_utils.py.
+    refused(["--kv-events-config.topic", "--kv-events-config.replay_endpoint", "-dp", "2"], 2, DP);
     accepted("--data-parallel-backend", "ray", "--data-parallel-address", "127.0.0.1");
     accepted("-dp", "1", "-dpa=127.0.0.1");
 });

@@ -54,6 +54,8 @@ const CASES: string[][] = [
     ["--kv-events-config.topic=x", "--kv-events-config", '{"enable_kv_cache_events": true}'],
     ["--kv-events-config", '{"enable_kv_cache_events": true}', "--kv-events-config", '{"enable_kv_cache_events": false}'],
     ["--kv-events.enable_kv_cache_events=1"],
+    ["--kv-events-config.topic", "--kv-events-config.enable_kv_cache_events=1"],
+    ["-O.level", "--kv-events-config.enable_kv_cache_events=1"],
     ["--compilation-config", '{"backend": "evil.backend"}'],
     ["--compilation-config", '{"backend": "inductor"}'],
     ["--compilation-config.backend=evil.backend"],
