@@ -292,6 +292,7 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
     const errors: string[] = [];
     const warnings: string[] = [];
     const policy: string[] = [];
+    const violations: string[] = [];
     for (const { at, e } of updateEvents(events)) {
         const pre = e.resourcePreEvent, out = e.resOutputsEvent, failed = e.resOpFailedEvent;
         const m = (pre ?? out ?? failed)?.metadata;
@@ -320,8 +321,12 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
         }
         const p = e.policyEvent;
         if (p) policy.push(`[${p.enforcementLevel}] ${p.policyName}${p.resourceUrn ? ` (${nameOf(p.resourceUrn)})` : ""}: ${String(p.message).trim()}`);
+        if (p?.enforcementLevel === "mandatory") violations.push(`${p.policyName}: ${String(p.message).trim()}`);
     }
+    // The CLI's error for a mandatory violation is only "preview failed" (the verdicts are policy events); as the test
+    // engine's error, the first error names them (tests/engine/run.ts: the engine's error, then the violations).
     if (code !== 0 && errors.length === 0) errors.push(`pulumi exited ${code}:\n${output.split("\n").slice(-40).join("\n")}`);
+    if (violations.length && errors.length) errors[0] = [errors[0], ...violations].join("\n");
     return { ops: [...ops.values()], errors, error: errors[0], warnings, policy, ...(refresh.length ? { refresh } : {}), wallMs: Date.now() - t0, startedAt: t0 };
 }
 
