@@ -17,6 +17,7 @@ import shutil
 import stat
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 from http.client import HTTPException
@@ -177,6 +178,20 @@ def broke_off(e):
     return None
 
 
+def release(error):
+    """Closes what a failed request left open in an exception and its context: an HTTP error's answer, and http.client's
+    half-made response in the finished frames of their tracebacks (a request that broke off before its answer). The
+    fetches' thread pool keeps exceptions in reference cycles, so without this their sockets wait for the garbage
+    collector, which closes them with a ResourceWarning at whatever point it runs."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, urllib.error.HTTPError):
+            error.close()
+        traceback.clear_frames(error.__traceback__)  # a frame still running is left as it is
+        error = error.__context__
+
+
 def with_retries(attempt_once, wait_seconds, sleep=time.sleep, request_errors=True):
     """attempt_once() until it returns; a CopyBrokeOff (or, with request_errors, a request error broke_off names) is
     tried again, with backoff, until wait_seconds have passed since the last attempt that made progress; then the
@@ -194,9 +209,16 @@ def with_retries(attempt_once, wait_seconds, sleep=time.sleep, request_errors=Tr
             if not request_errors or broke_off(e) is None:
                 raise
             error = e
+        release(error)
         wait = retry_wait(attempt)
         if time.monotonic() + wait > deadline:
-            raise error
+            # Unbound once raised: a local holding the exception whose traceback holds this frame is a cycle that only
+            # the garbage collector frees, and http.client's half-read response in it then closes its socket there,
+            # with a ResourceWarning, at whatever point the collector runs.
+            try:
+                raise error
+            finally:
+                error = None
         sleep(wait)
         attempt += 1
 
@@ -433,14 +455,16 @@ def copy_files(args, cache, model, token, remote):
         try:
             with_retries(lambda: fetch_blob(source, token, name, entry, blob(entry), wrong), wait_seconds, request_errors=False)
             done[0] += entry["size"]
-        except CopyRefused as e:
-            refused.append(str(e))
-        except urllib.error.HTTPError as e:
-            refused.append("%s: the head answered %d" % (name, e.code))
-        except CopyBrokeOff as e:
-            failed.append("%s (no progress for %d s)" % (e, wait_seconds))
-        except (urllib.error.URLError, OSError, HTTPException) as e:
-            failed.append("%s: %s" % (name, broke_off(e) or e))
+        except (CopyRefused, CopyBrokeOff, urllib.error.URLError, OSError, HTTPException) as e:
+            release(e)
+            if isinstance(e, CopyRefused):
+                refused.append(str(e))
+            elif isinstance(e, urllib.error.HTTPError):
+                refused.append("%s: the head answered %d" % (name, e.code))
+            elif isinstance(e, CopyBrokeOff):
+                failed.append("%s (no progress for %d s)" % (e, wait_seconds))
+            else:
+                failed.append("%s: %s" % (name, broke_off(e) or e))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         pending = [pool.submit(one, item) for _, item in sorted(wanted.items(), key=lambda kv: kv[1][1][0])]

@@ -122,6 +122,7 @@ class ConcurrentCompletions(unittest.TestCase):
                 pass
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
         results = concurrent_completions("http://127.0.0.1:%d" % server.server_address[1], "k", "m", 2)
         self.assertEqual([status for status, _ in results], [200, 200])

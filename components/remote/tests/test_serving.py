@@ -92,6 +92,7 @@ class Figures(unittest.TestCase):
 
     def test_a_streamed_completion_is_measured_for_real(self):
         srv = sse_server(0.2, 0.01, 10)
+        self.addCleanup(srv.server_close)
         self.addCleanup(srv.shutdown)
         r = serving.streamed_chat("http://127.0.0.1:%d" % srv.server_port, "k", "m", 10, 10)
         self.assertGreaterEqual(r["ttft"], 0.2)
@@ -122,6 +123,7 @@ class Proof(unittest.TestCase):
         d = scratch_dir(self)
         self.addCleanup(shutil.rmtree, d)
         fast = sse_server(0.02, 0.005, 8)
+        self.addCleanup(fast.server_close)
         self.addCleanup(fast.shutdown)
         args = {"host": "spark-a", "port": fast.server_port, "servedName": "m", "maxTokens": 8, "requests": 4,
                 "concurrency": 2, "requestTimeoutSeconds": 10, "warnDropFraction": 0.5,
@@ -136,6 +138,7 @@ class Proof(unittest.TestCase):
         self.assertEqual([lv["concurrency"] for lv in first["levels"]], [1, 2])
         self.assertEqual(first["warnings"], [])
         slow = sse_server(0.02, 0.2, 8)
+        self.addCleanup(slow.server_close)
         self.addCleanup(slow.shutdown)
         second = run(dict(args, port=slow.server_port))
         self.assertEqual(len(second["warnings"]), 2, second)
