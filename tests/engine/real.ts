@@ -21,7 +21,6 @@ import * as fs from "fs";
 import * as net from "net";
 import * as os from "os";
 import * as path from "path";
-import { isDeepStrictEqual } from "util";
 import * as yaml from "js-yaml";
 import type { Report, UpOptions, RunOptions, Stack } from "./engine";
 import type { Op, OpKind, State } from "./state";
@@ -330,10 +329,14 @@ function toReport(events: Event[], t0: number, code: number, output: string): Re
     return { ops: [...ops.values()], errors, error: errors[0], warnings, policy, ...(refresh.length ? { refresh } : {}), wallMs: Date.now() - t0, startedAt: t0 };
 }
 
-/** A refresh step's result, as the test engine's refreshOp judges it (tests/engine/refresh.ts): gone, changed inputs, or the same. */
+/**
+ * A refresh step's result as the real engine judges it (pulumi/pulumi pkg/resource/deploy/step.go RefreshStep.ResultOp):
+ * gone when the read found nothing, else changed when the provider's diff of the read state against the program's
+ * inputs has changes (the step's `diffs`/`detailedDiff`; a non-external resource without UseLegacyRefreshDiff), else the same.
+ */
 function refreshResult(m: Record<string, any>): RefreshStep["op"] {
     if (!m.new || !m.new.id) return "delete";
-    return isDeepStrictEqual(m.old?.inputs ?? {}, m.new.inputs ?? {}) ? "same" : "update";
+    return (m.diffs?.length || Object.keys(m.detailedDiff ?? {}).length) ? "update" : "same";
 }
 
 /** The stack's state as the test engine's state file, for the files that read it (tests/engine/state.ts). */
