@@ -190,7 +190,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         type: "string",
         required: true,
         example: "/home/nvidia/.cache/huggingface",
-        description: "Hugging Face cache directory, an absolute path, the same on every host; mounted into every container.",
+        description: "Hugging Face cache directory, an absolute path, the same on every host; mounted into every container. Not under a world-writable directory (`/tmp`, `/var/tmp`, `/dev/shm`), and on every host owned by the SSH user or root and writable by no other account (docs/security.md#cachedir-ownership).",
     },
     {
         path: "model.trustRemoteCode",
