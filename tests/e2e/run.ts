@@ -2,7 +2,7 @@
 // LANES at a time, longest first (tests/e2e/order.ts). Needs root, as the files do.
 //
 // Three lanes on the 2-core CI machine: the files are CPU-bound only part of the time (a supervisor's back-off, a
-// probe's timeout, vLLM's load), so a third lane fills what two leave idle; README "Test durations" has the runs.
+// probe's timeout, vLLM's load), so a third lane fills what two leave idle; docs/testing.md "Test durations" has the runs.
 // SPARK_VLLM_E2E_LANES overrides it.
 import { run } from "node:test";
 import { spec, tap } from "node:test/reporters";
