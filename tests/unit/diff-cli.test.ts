@@ -1,5 +1,5 @@
 // `spark-vllm diff`: its resource table and trigger wiring against the real program under mocks, so they
-// cannot drift from components/*.ts; its verdicts for typical changes; the CLI; the README's example.
+// cannot drift from components/*.ts; its verdicts for typical changes; the CLI; docs/offline.md's examples.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -171,16 +171,16 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
 
 const cli = (args: string[]) => spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), ...args], { cwd: ROOT, encoding: "utf8" });
 
-test("spark-vllm diff prints the replaced resources and the flag as a unified diff; the README shows that output", () => {
+test("spark-vllm diff prints the replaced resources and the flag as a unified diff; docs/offline.md shows that output", () => {
     const r = cli(["diff", "--stack", "spark", "--set", 'vllm.extraArgs=["--enable-prefix-caching"]']);
     assert.equal(r.status, 0, r.stderr);
     for (const line of [`+- ${n.of("vllm-launch")}`, `+- ${n.of("endpoint-probe")}`, "+++ vllm serve (vllm.extraArgs=[\"--enable-prefix-caching\"])", "   --max-model-len 32768", "+  --enable-prefix-caching", "every mandatory policy passes with the change"])
         assert.ok(r.stdout.includes(line), `missing: ${line}\n${r.stdout}`);
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const readme = fs.readFileSync(path.join(ROOT, "docs", "offline.md"), "utf8");
     const example = /\$ npx spark-vllm diff --stack spark --set 'vllm\.extraArgs=\["--enable-prefix-caching"\]'\n([\s\S]*?)```/.exec(readme);
-    assert.ok(example, "README shows an example of spark-vllm diff for a flag change");
+    assert.ok(example, "docs/offline.md shows an example of spark-vllm diff for a flag change");
     for (const line of example[1].split("\n").filter(l => /^ *(\+-|~ |[-+@] ?)/.test(l)))
-        assert.ok(r.stdout.split("\n").some(o => o.trimEnd() === line.trimEnd()), `README line not in the output: ${line}`);
+        assert.ok(r.stdout.split("\n").some(o => o.trimEnd() === line.trimEnd()), `docs/offline.md line not in the output: ${line}`);
 });
 
 test("spark-vllm diff: usage without --set, the key path of a bad value, a mandatory policy failure, --json", () => {
@@ -240,7 +240,7 @@ test("--rotate tlsCertificate / tlsPrivateKey: with endpoint.tls given, the cert
     }
 });
 
-test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --set beside it, --json, and refusals; the README shows it", () => {
+test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --set beside it, --json, and refusals; docs/offline.md shows it", () => {
     const ssh = cli(["diff", "--stack", "spark", "--rotate", "sshPrivateKey"]);
     assert.equal(ssh.status, EXIT.ok, ssh.stderr);
     assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 20 to update, 0 to create, 0 to delete, 10 unchanged$/m);
@@ -262,11 +262,11 @@ test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --
         assert.ok(!r.stdout, bad.join(" "));
     }
     assert.match(cli(["diff", "--stack", "spark", "--rotate", "hfToken=hf_x"]).stderr, /--rotate hfToken=hf_x: not a secret of spark-vllm \(sshPrivateKey, hfToken, tlsCertificate, tlsPrivateKey\); a secret's new value is never given here/);
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const readme = fs.readFileSync(path.join(ROOT, "docs", "offline.md"), "utf8");
     const example = /\$ npx spark-vllm diff --stack spark --rotate sshPrivateKey\n((?: {2}.*\n)+)/.exec(readme);
-    assert.ok(example, "README shows a rotation");
+    assert.ok(example, "docs/offline.md shows a rotation");
     for (const line of example[1].split("\n").filter(l => l.trim() && !l.includes("…")))
-        assert.ok(ssh.stdout.split("\n").some(o => o.trimEnd() === line.trimEnd()), `README line not in the output: ${line}`);
+        assert.ok(ssh.stdout.split("\n").some(o => o.trimEnd() === line.trimEnd()), `docs/offline.md line not in the output: ${line}`);
 });
 
 test("spark-vllm diff --rotate tlsCertificate on a stack whose certificate is given (secure: values, as pulumi config set --secret writes)", () => {
