@@ -1,8 +1,8 @@
 // The package as a user gets it: `npm pack`, installed from the tarball into a fresh project, then a
 // Pulumi program that imports it runs there under mocks, once in TypeScript as Pulumi runs it (Pulumi's
 // own language-host entry, which registers ts-node: type-checked, and nothing inside node_modules
-// compiled) and once in plain JavaScript. The TypeScript program is the README's ("Use it as a
-// library"), so the README shows the real API; the second example (examples/two-models) runs too. And
+// compiled) and once in plain JavaScript. The TypeScript program is docs/library.md's ("A first
+// program"), so the docs show the real API; the second example (examples/two-models) runs too. And
 // the CLI runs from the installed package with no TypeScript loader.
 //
 // Offline and quick: the tarball is installed by npm itself (`npm install --offline`), but the
@@ -64,12 +64,12 @@ async function evaluate(request: { program: string; typescript: boolean; project
     return { ...JSON.parse(fs.readFileSync(`${file}.out`, "utf8")), log };
 }
 
-/** The TypeScript block of the README's "Use it as a library" section. */
+/** The TypeScript block of docs/library.md's "A first program" section. */
 function readmeProgram(): string {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const section = /\n## Use it as a library\n([\s\S]*?)(\n## |$)/.exec(readme)?.[1] ?? "";
+    const readme = fs.readFileSync(path.join(ROOT, "docs", "library.md"), "utf8");
+    const section = /\n## A first program\n([\s\S]*?)(\n## |$)/.exec(readme)?.[1] ?? "";
     const program = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-    assert.ok(program, "README.md's \"Use it as a library\" section has a ```ts program");
+    assert.ok(program, "docs/library.md's \"A first program\" section has a ```ts program");
     return program;
 }
 
@@ -136,7 +136,7 @@ test("npm pack ships the compiled package, the helper program, the policy pack a
     assert.equal(installed.types, "dist/components/index.d.ts");
 });
 
-test("the README's TypeScript program, run by Pulumi's ts-node, builds a cluster from the installed package", () => {
+test("docs/library.md's TypeScript program, run by Pulumi's ts-node, builds a cluster from the installed package", () => {
     assert.equal(ts.exitCode, 0, ts.log);
     const hosts = (CONSUMER_CONFIG["spark-vllm:hosts"] as unknown[]).length;
     assert.equal(count(ts, "spark-vllm:index:SparkCluster"), 1);
@@ -150,7 +150,7 @@ test("the README's TypeScript program, run by Pulumi's ts-node, builds a cluster
     assert.equal(ts.outputs?.endpoint, "http://198.18.0.11:8000/v1");
     assert.equal(typeof ts.outputs?.apiKey, "string");
     assert.match(ts.outputs?.vllmServe, /^vllm serve Qwen\/Qwen3\.5-122B-A10B-FP8 .*--tensor-parallel-size 2/);
-    assert.equal(ts.outputs?.example, "port-in-use", "the README's diagnose example");
+    assert.equal(ts.outputs?.example, "port-in-use", "docs/library.md's diagnose example");
 });
 
 test("the installed package registers exactly what this checkout's own program registers, with the same helper program", () => {

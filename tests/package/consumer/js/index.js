@@ -1,5 +1,5 @@
-// The README's library program ("Use it as a library") in plain JavaScript, as a Pulumi project with
-// runtime.options.typescript: false runs it. The TypeScript one is taken from README.md by the test.
+// docs/library.md's program ("A first program") in plain JavaScript, as a Pulumi project with
+// runtime.options.typescript: false runs it. The TypeScript one is taken from docs/library.md by the test.
 "use strict";
 const pulumi = require("@pulumi/pulumi");
 const { CONFIG_NAMESPACE, SparkCluster, diagnose, parseSpec, planCluster, readConfig } = require("spark-vllm");
