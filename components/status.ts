@@ -167,7 +167,7 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             continue;
         }
         if (r.container !== "running") {
-            // A plain `up` never reads the hosts; a refresh reads each container (README "pulumi up --refresh",
+            // A plain `up` never reads the hosts; a refresh reads each container (docs/operations.md, `pulumi up --refresh`,
             // tests/e2e/refresh.test.ts): a stopped one is started in place, a missing one created again.
             problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up} --refresh\` to ` +
                 (r.container === "absent" ? "create it again and relaunch the cluster" : "start it: its supervisor relaunches what it ran") +
