@@ -44,7 +44,7 @@ export interface CriticalPath {
 }
 
 /**
- * The critical path of a run, from the ops' times (see the README's Benchmarks section).
+ * The critical path of a run, from the ops' times (see docs/benchmarks.md).
  *
  * The engine registers a resource only once every input and `dependsOn` it waits for has
  * resolved, so each op starts just after the dependency that held it back has ended. Walking

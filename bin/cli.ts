@@ -1,5 +1,5 @@
 /**
- * Exit codes of every spark-vllm command (listed in USAGE and the README). Distinct, so a script or CI step
+ * Exit codes of every spark-vllm command (listed in USAGE). Distinct, so a script or CI step
  * can tell a broken stack file from a policy failure from a typo on the command line.
  */
 export const EXIT = {
