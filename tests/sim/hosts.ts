@@ -793,6 +793,12 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             releaseImageLock = await holdLock(path.join(regCacheDir, "build.lock"), 30 * 60_000);
             cached = isCached();
             if (!cached) fs.rmSync(regDir, { recursive: true, force: true });
+            else {
+                // Built by the cluster we waited for: let go now. The layer template below takes this same lock, and
+                // flock(1) is a separate process, so holding it here would wait on ourselves until its timeout.
+                await releaseImageLock();
+                releaseImageLock = undefined;
+            }
         }
         // In use from now on: no prune of a cluster beside this one removes it (image.ts prunable).
         for (const p of [regDir, rootfsPath(cacheDir), proxyRootfsPath(cacheDir)]) touchCacheEntry(p);
