@@ -1,33 +1,33 @@
 // The order `npm run test:e2e` starts the end-to-end files in (tests/e2e/run.ts): longest first, so that no long file
 // starts last and leaves the other lanes idle at the end of the run (the run lasts at least as long as its longest
-// file). Seconds per file, summed over its top-level tests, from a full run of faf6635 on 2026-12-02 with three files
-// at a time; a file not listed yet runs first (its duration is unknown), and tests/unit/e2e-order.test.ts names any
+// file). Seconds per file, summed over its top-level tests, from the clean-clone CI run of 201c85f on 2026-12-04 on the
+// real Pulumi, three files at a time; a file not listed yet runs first (its duration is unknown), and tests/unit/e2e-order.test.ts names any
 // file this list lacks.
 import * as fs from "fs";
 import * as path from "path";
 
 export const E2E_SECONDS: Readonly<Record<string, number>> = {
-    "tests/e2e/cluster.test.ts": 450,
-    "tests/e2e/gb10.test.ts": 228,
-    "tests/e2e/demo.test.ts": 221,
-    "tests/e2e/status.test.ts": 208,
-    "tests/e2e/fabric.test.ts": 194,
-    "tests/e2e/recovery.test.ts": 187,
-    "tests/e2e/ray-doors.test.ts": 172,
-    "tests/e2e/rotation.test.ts": 170,
-    "tests/e2e/ray-auth.test.ts": 169,
-    "tests/e2e/refresh.test.ts": 158,
-    "tests/e2e/ssh-hostkey.test.ts": 140,
-    "tests/e2e/proxy.test.ts": 138,
-    "tests/e2e/shared-hosts.test.ts": 138,
-    "tests/e2e/engine-order.test.ts": 135,
-    "tests/e2e/real-vllm.test.ts": 124,
-    "tests/e2e/relaunch.test.ts": 111,
-    "tests/e2e/per-host-fabric.test.ts": 109,
-    "tests/e2e/init.test.ts": 68,
-    "tests/e2e/weights-copy.test.ts": 62,
-    "tests/e2e/rayless.test.ts": 38,
-    "tests/sim/sim.test.ts": 35,
+    "tests/e2e/cluster.test.ts": 730,
+    "tests/e2e/gb10.test.ts": 353,
+    "tests/e2e/rotation.test.ts": 254,
+    "tests/e2e/demo.test.ts": 250,
+    "tests/e2e/fabric.test.ts": 248,
+    "tests/e2e/real-vllm.test.ts": 242,
+    "tests/e2e/status.test.ts": 237,
+    "tests/e2e/ray-doors.test.ts": 234,
+    "tests/e2e/proxy.test.ts": 233,
+    "tests/e2e/ray-auth.test.ts": 232,
+    "tests/e2e/recovery.test.ts": 220,
+    "tests/e2e/engine-order.test.ts": 217,
+    "tests/e2e/refresh.test.ts": 216,
+    "tests/e2e/ssh-hostkey.test.ts": 216,
+    "tests/e2e/shared-hosts.test.ts": 201,
+    "tests/e2e/per-host-fabric.test.ts": 191,
+    "tests/e2e/relaunch.test.ts": 178,
+    "tests/e2e/weights-copy.test.ts": 123,
+    "tests/e2e/init.test.ts": 114,
+    "tests/e2e/rayless.test.ts": 83,
+    "tests/sim/sim.test.ts": 48,
 };
 
 /** Every end-to-end file (repository-relative), as the runner starts them: unlisted ones first, then longest first. */
