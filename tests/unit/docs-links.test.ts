@@ -30,7 +30,12 @@ function withoutFences(text: string): string[] {
     return out;
 }
 
-/** GitHub's anchor for a heading: lowercase, punctuation but `-` and `_` dropped, each space a `-`. */
+/**
+ * GitHub's anchor for a heading: lowercase, punctuation but `-` and `_` dropped, each space a `-`, repeats numbered
+ * `-1`, `-2` (the rules github-slugger reproduces from GitHub's renderer: Flet/github-slugger index.js `slug` and
+ * `Slugger.slug`; the removed characters are its generated regex, script/generate-regex.mjs, approximated here as "not a letter, mark, number,
+ * connector, space or -").
+ */
 function slug(heading: string): string {
     return heading
         .replace(/<[^>]*>/g, "")                       // inline HTML
