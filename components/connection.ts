@@ -1,20 +1,29 @@
-import * as pulumi from "@pulumi/pulumi";
-import { types } from "@pulumi/command";
+// How the hosts are reached: the SSH connection of every remote command and the Docker provider's SSH options.
+// Pure: no Pulumi (the components pass the connection to remote.Command, adding the private key).
 import { HostSpec } from "./spec";
 import { openSshPinnedKeyOptions } from "./hostKeys";
 
+/** A remote command's SSH connection, as @pulumi/command's remote.Command takes it (types.input.remote.ConnectionArgs). */
+export interface SshConnection {
+    host: string;
+    user: string;
+    port: number;
+    hostKey?: string;
+    dialErrorLimit: number;
+    perDialTimeout: number;
+}
+
 /**
- * How remote commands reach a host: SSH with the given key, else the ssh-agent (SSH_AUTH_SOCK). The host's key is
+ * How remote commands reach a host: SSH with the configured key (Wiring.command adds it), else the ssh-agent (SSH_AUTH_SOCK). The host's key is
  * checked only when `hostKey` is set: @pulumi/command v1.2.1 uses ssh.InsecureIgnoreHostKey() otherwise, and
  * ssh.FixedHostKey(the parsed key) when set (provider/pkg/provider/remote/connection.go SSHConfig).
  */
-export function sshConnection(host: HostSpec, privateKey?: pulumi.Input<string>): types.input.remote.ConnectionArgs {
+export function sshConnection(host: HostSpec): SshConnection {
     return {
         host: host.ssh.host,
         user: host.ssh.user,
         port: host.ssh.port,
         ...(host.ssh.hostKey !== undefined ? { hostKey: host.ssh.hostKey } : {}),
-        ...(privateKey !== undefined ? { privateKey } : {}),
         // Fail within about 30 s when a host is down instead of the provider's 10 × 15 s.
         dialErrorLimit: 3,
         perDialTimeout: 10,

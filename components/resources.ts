@@ -6,7 +6,7 @@
 import * as crypto from "crypto";
 import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
 import { HostSpec } from "./spec";
-import { dockerSshOpts, sshConnection, sshTarget } from "./connection";
+import { SshConnection, dockerSshOpts, sshConnection, sshTarget } from "./connection";
 import { CLUSTER, ResourceNames, resourceNames } from "./naming";
 
 export { CLUSTER };
@@ -26,7 +26,7 @@ export const GATE = "spark-vllm:gate";
 
 export interface CommandInputs {
     /** Where it runs (the component adds the private key, when one is configured). */
-    connection: ReturnType<typeof sshConnection>;
+    connection: SshConnection;
     create: string;
     delete?: string;
     /** What an update runs instead of `create` again. */
