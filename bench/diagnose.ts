@@ -1,7 +1,7 @@
 // `npm run bench -- --only diagnose`: root-cause finding stays linear in the log's size (issue 13).
 //
 // Every input is 2 MB. The single-line ones are shaped to make a pattern scan the rest of its line from each
-// of its starts (quadratic without components/diagnosis.ts maxLineChars: minutes); each must be diagnosed in
+// of its starts (quadratic without components/knowledge/diagnosis.ts maxLineChars: minutes); each must be diagnosed in
 // under BUDGET_MS, or the bench fails. The many-line ones fill every line to the cap with such text: the
 // worst a cut line can cost, for the record. The Python twin (components/remote/spark_vllm/diagnosis.py,
 // which runs on the hosts) is timed on the same inputs when python3 is here. No root, no sim, a few seconds.
@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { diagnose, maxLineChars } from "../components/diagnosis";
+import { diagnose, maxLineChars } from "../components/knowledge/diagnosis";
 import { machine, markdown, Row, summarize } from "./lib";
 
 const ROOT = path.join(__dirname, "..");
@@ -63,7 +63,7 @@ function timeTs(log: string, runs: number): number[] {
 /** Milliseconds per run of the Python twin on each input; undefined when python3 or the module cannot run here. */
 function timePython(logs: string[], runs: number, dir: string): number[][] | undefined {
     const dataFile = path.join(dir, "data.json");
-    const data = spawnSync(process.execPath, ["--import", "tsx", "-e", "process.stdout.write(JSON.stringify(require('./components/toolsProgram').toolsData()))"],
+    const data = spawnSync(process.execPath, ["--import", "tsx", "-e", "process.stdout.write(JSON.stringify(require('./components/plan/toolsProgram').toolsData()))"],
         { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20 });
     if (data.status !== 0) return undefined;
     fs.writeFileSync(dataFile, data.stdout);

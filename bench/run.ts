@@ -26,10 +26,10 @@ import { EVAL_MODES, EvalMode, Evaluation, compileProgram, evaluateOnce } from "
 import { diagnoseBench } from "./diagnose";
 import { CLI_COMMANDS, CliMode, CliRun, buildDist, cliOnce } from "./cli";
 import { recoveryBench } from "./recovery";
-import { resourceNames } from "../components/naming";
+import { resourceNames } from "../components/plan/naming";
 import { diffPlans } from "../bin/diff-command";
-import { planCluster } from "../components/plan";
-import { parseSpec, rawConfigFromStack } from "../components/spec";
+import { planCluster } from "../components/plan/plan";
+import { parseSpec, rawConfigFromStack } from "../components/spec/spec";
 
 const N = resourceNames();
 /** The plan `spark-vllm diff` compares, from a stack's config. */

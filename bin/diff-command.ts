@@ -2,16 +2,16 @@
 // value would do to each resource, offline. Plans the stack as committed and with the change, and applies the
 // providers' rules: remote.Command is replaced only when its `triggers` change (other inputs update it); docker.RemoteImage
 // and docker.Container are replaced by any input change; a resource whose triggers hold the id of a
-// replaced resource is replaced too: the wiring is components/resources.ts, the same entries the components build.
+// replaced resource is replaced too: the wiring is components/plan/resources.ts, the same entries the components build.
 // A secret's value is never typed here: --rotate names it, and the entries say what reads it (`connection`, `secretStdin`,
 // a gate's `secretDigest`).
 import { isDeepStrictEqual } from "util";
-import { ClusterPlan, CommandPlan, planCluster } from "../components/plan";
-import { SECRET_KEYS, SECRET_SET, SpecError, parseSpec } from "../components/spec";
-import { argvLine } from "../components/scripts";
-import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } from "../components/resources";
-import { KEPT } from "../components/launches";
-import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/givenTls";
+import { ClusterPlan, CommandPlan, planCluster } from "../components/plan/plan";
+import { SECRET_KEYS, SECRET_SET, SpecError, parseSpec } from "../components/spec/spec";
+import { argvLine } from "../components/plan/scripts";
+import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } from "../components/plan/resources";
+import { KEPT } from "../components/plan/launches";
+import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/spec/givenTls";
 import { planResources, verdicts } from "../policies/offline";
 import { readStackFile, stackOwner } from "./plan-command";
 import { EXIT } from "./cli";
@@ -50,7 +50,7 @@ export function readsSecret(r: PlannedResource, secret: string): { input: string
     // pulumi-command v1.2.1: only `triggers` replace (provider/pkg/provider/common/inputs.go, `provider:"replaceOnChanges"`);
     // an update runs `update`, else `create` again (provider/pkg/provider/remote/commandController.go Update).
     const runs = r.inputs.update !== undefined ? "update runs its update script" : "update runs create again";
-    const kept = r.inputs.create.includes(KEPT) ? "; a running identical launch is kept (components/launches.ts keepIfSame)" : "";
+    const kept = r.inputs.create.includes(KEPT) ? "; a running identical launch is kept (components/plan/launches.ts keepIfSame)" : "";
     if (target === "connection") return { input: "connection", reason: `connection.privateKey (secret) changes: ${runs}${kept}` };
     if (r.secretStdin === target) return { input: "stdin", reason: `stdin (secret) carries the new ${secret}: ${runs}${kept}` };
     return undefined;
@@ -202,7 +202,7 @@ export async function diffCommand(args: string[]): Promise<number> {
         out.push(`  ${SYM[c.op]} ${c.name.padEnd(width)}  ${c.op.padEnd(7)}  ${c.inputs.length ? `inputs: ${c.inputs.join(", ")}` : "no input changes"}${c.reason ? `; ${c.reason}` : ""}`);
     for (const k of rotated) {
         if (readers[k].length === 0) out.push(`  ${k}: no resource of stack ${stack} reads it: a new value changes nothing`);
-        // The Docker provider has no key input: its OpenSSH logs in with the agent or ~/.ssh/config (components/connection.ts).
+        // The Docker provider has no key input: its OpenSSH logs in with the agent or ~/.ssh/config (components/plan/connection.ts).
         else if (SECRET_TARGETS[k] === "connection") out.push(`  ${k}: read by the ${readers[k].length} remote commands only; the Docker providers log in with the agent or ~/.ssh/config: authorize the new key there too`);
     }
     for (const d of diffs) out.push("", d.trimEnd());

@@ -1,14 +1,14 @@
 // `spark-vllm init --stack NAME --host [USER@]ADDRESS[:PORT]… [--identity KEY] [--model ID] [--image REF] [--dir DIR]
 // [--dry-run] [--force]`: reads every host over SSH (one read-only script each, all at once) and writes
-// Pulumi.<stack>.yaml from what they report. The choices are components/initChoose.ts; the script components/initFacts.ts.
+// Pulumi.<stack>.yaml from what they report. The choices are components/init/initChoose.ts; the script components/init/initFacts.ts.
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { DOCKER_SSH_OPTS } from "../components/connection";
-import { HostResult, HostTarget, chooseStack, parseHostTarget, renderReport } from "../components/initChoose";
-import { initHostScript, parseHostFacts } from "../components/initFacts";
-import { show } from "../components/spec";
+import { DOCKER_SSH_OPTS } from "../components/plan/connection";
+import { HostResult, HostTarget, chooseStack, parseHostTarget, renderReport } from "../components/init/initChoose";
+import { initHostScript, parseHostFacts } from "../components/init/initFacts";
+import { show } from "../components/spec/spec";
 import { EXIT } from "./cli";
 import { STACK_NAME } from "./plan-command";
 

@@ -3,14 +3,14 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, rawConfigFromStack, show } from "../components/spec";
+import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, rawConfigFromStack, show } from "../components/spec/spec";
 import { EXIT } from "./cli";
-import { ClusterPlan, cpuVllmSkips, planCluster } from "../components/plan";
-import { argvLine } from "../components/scripts";
-import { findModel } from "../components/catalog";
-import { planMemory, renderMemoryPlan } from "../components/memory";
+import { ClusterPlan, cpuVllmSkips, planCluster } from "../components/plan/plan";
+import { argvLine } from "../components/plan/scripts";
+import { findModel } from "../components/knowledge/catalog";
+import { planMemory, renderMemoryPlan } from "../components/plan/memory";
 import { planResources, verdicts } from "../policies/offline";
-import { COMMAND, plannedResources } from "../components/resources";
+import { COMMAND, plannedResources } from "../components/plan/resources";
 
 const USAGE = "usage: spark-vllm plan --stack NAME [--json] [--dir DIR]";
 
@@ -72,7 +72,7 @@ export function readStackFile(dir: string, stack: string): Record<string, unknow
 /**
  * Whose resources the stack's plan describes, as the program sees it (pulumi.getProject(), pulumi.getStack()): the
  * project is the `name` of Pulumi.yaml in `dir`; without one, this repository's project, spark-vllm. The owner is in
- * container labels and commands (components/ownership.ts), so an offline plan without it would differ from `up`'s.
+ * container labels and commands (components/plan/ownership.ts), so an offline plan without it would differ from `up`'s.
  */
 export function stackOwner(dir: string, stack: string): { project: string; stack: string } {
     let project = "spark-vllm";
@@ -110,7 +110,7 @@ export function planReport(plan: ClusterPlan, stack: string) {
         endpoint: plan.endpoint,
         model: spec.model,
         image: spec.image.reference,
-        // What `up` warns about too: link-local fabric addresses (components/spec.ts linkLocalNotes).
+        // What `up` warns about too: link-local fabric addresses (components/spec/spec.ts linkLocalNotes).
         warnings: linkLocalNotes(spec),
         // testBed.cpuVllm only (a CPU vLLM test bed): the GPU steps the plan leaves out, and why.
         skipped: cpuVllmSkips(spec),
@@ -127,7 +127,7 @@ export function planReport(plan: ClusterPlan, stack: string) {
         })),
         backend: plan.backend,
         vllmServe: argvLine(plan.vllmServeArgv),
-        // Every remote command, in the order they run (components/resources.ts, the components' own entries).
+        // Every remote command, in the order they run (components/plan/resources.ts, the components' own entries).
         commands: plannedResources(plan).flatMap(r => r.type === COMMAND
             ? [{ name: r.name, host: r.host, ...(r.secretStdin ? { stdin: r.secretStdin } : {}), create: r.inputs.create, ...(r.inputs.delete ? { delete: r.inputs.delete } : {}) }] : []),
         probes: spec.probes,

@@ -1,8 +1,8 @@
 // `spark-vllm status --stack NAME [--json] [--dir DIR]`: is the cluster serving, from the stack file and SSH alone
 // (no Pulumi CLI, no secrets). One read-only script per host, all hosts at once.
 import { spawn } from "child_process";
-import { ClusterPlan, HostPlan } from "../components/plan";
-import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/status";
+import { ClusterPlan, HostPlan } from "../components/plan/plan";
+import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/plan/status";
 import { EXIT } from "./cli";
 import { stackCommand, stackOwner } from "./plan-command";
 

@@ -1,13 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan";
-import { sameImage } from "./checks";
-import { ResourceNames } from "./naming";
+import { ClusterPlan } from "./plan/plan";
+import { sameImage } from "./plan/checks";
+import { ResourceNames } from "./plan/naming";
 import { Wiring, checked } from "./wiring";
-import { IMAGE } from "./resources";
+import { IMAGE } from "./plan/resources";
 import { SparkHost, lastJsonLine } from "./sparkHost";
-import { pullCustomTimeouts } from "./imagePull";
+import { pullCustomTimeouts } from "./knowledge/imagePull";
 
 /** @internal Built only by SparkCluster. */
 export interface ClusterImageArgs {
@@ -42,7 +42,7 @@ export class ClusterImage extends pulumi.ComponentResource {
                 this.identities.push(copy.stdout.apply(out => String(lastJsonLine(out).imageId ?? "")));
             } else {
                 const entry = wiring.entry(imageName, IMAGE);
-                // Sized from the image (components/imagePull.ts): the provider's own 20 minutes fail a slow first pull.
+                // Sized from the image (components/knowledge/imagePull.ts): the provider's own 20 minutes fail a slow first pull.
                 const pull = wiring.set(imageName, new docker.RemoteImage(imageName, entry.inputs,
                     { parent: this, provider: hosts[i].provider, dependsOn: wiring.dependsOn(entry), customTimeouts: pullCustomTimeouts(entry.inputs.name) }));
                 this.images.push(pull);

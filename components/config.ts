@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec";
-import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "./givenTls";
+import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec/spec";
+import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "./spec/givenTls";
 
 /**
  * Reads the stack's raw config: every key of the namespace, not only the known ones, so that a misspelt key
@@ -18,7 +18,7 @@ export function readConfig(config = new pulumi.Config(CONFIG_NAMESPACE)): RawCon
 }
 
 /**
- * The texts of the endpoint.tls "given" secrets, for parseSpec to check (components/givenTls.ts): the program holds
+ * The texts of the endpoint.tls "given" secrets, for parseSpec to check (components/spec/givenTls.ts): the program holds
  * every secret decrypted in the same map (`allConfig`), and `config.getSecret` (SparkCluster's inputs) reads them
  * from it too. Undefined where not set.
  */

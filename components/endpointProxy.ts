@@ -2,11 +2,11 @@ import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan";
-import { ResourceNames } from "./naming";
+import { ClusterPlan } from "./plan/plan";
+import { ResourceNames } from "./plan/naming";
 import { Wiring, digest, unknownNotSecret } from "./wiring";
-import { chainCertificates, givenTlsError, givenTlsProblems, givenTlsStdin } from "./givenTls";
-import { CONTAINER, IMAGE } from "./resources";
+import { chainCertificates, givenTlsError, givenTlsProblems, givenTlsStdin } from "./spec/givenTls";
+import { CONTAINER, IMAGE } from "./plan/resources";
 import { SparkHost } from "./sparkHost";
 
 /** @internal Built only by SparkCluster. */
@@ -40,7 +40,7 @@ export function certificateSha256(pem: string): string {
 }
 
 /**
- * @internal The reverse proxy on the head (components/proxyPlan.ts): nginx, pinned by digest, in its own container
+ * @internal The reverse proxy on the head (components/plan/proxyPlan.ts): nginx, pinned by digest, in its own container
  * on the host network, publishing vllm.port while vLLM listens on loopback only. Its configuration (with the API
  * key, from stdin) and its certificate (tls "generated": made on the head; "given": from stdin) are written into a
  * private directory on the head that the container mounts read-only.

@@ -1,11 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan";
-import { WeightsManifest, sameWeights } from "./checks";
-import { ResourceNames } from "./naming";
+import { ClusterPlan } from "./plan/plan";
+import { WeightsManifest, sameWeights } from "./plan/checks";
+import { ResourceNames } from "./plan/naming";
 import { Wiring, checked, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";
-import { workerCopyToken } from "./copyToken";
+import { workerCopyToken } from "./plan/copyToken";
 
 /** @internal Built only by SparkCluster. */
 export interface ModelWeightsArgs {
@@ -31,7 +31,7 @@ export class ModelWeights extends pulumi.ComponentResource {
         const { plan, names, wiring } = args;
         const hfToken = args.hfToken === undefined ? undefined : stdinLine(args.hfToken);
         // head-then-copy: a copy token for this stack, generated; the head's server gets it on stdin, each worker's copy
-        // only its own token derived from it (components/copyToken.ts), which names that worker to the server.
+        // only its own token derived from it (components/plan/copyToken.ts), which names that worker to the server.
         const copyToken = plan.weightsSource ? wiring.generatedSecret(names.of("weights-token"), { parent: this }) : undefined;
         const secrets = { hfToken, weightsToken: copyToken && stdinLine(copyToken), apiKey: undefined, rayToken: undefined, tlsFiles: undefined };
         const weights = (i: number) => {

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan";
-import { ResourceNames } from "./naming";
+import { ClusterPlan } from "./plan/plan";
+import { ResourceNames } from "./plan/naming";
 import { Wiring, stdinLine } from "./wiring";
 
 /** @internal Built only by SparkCluster. */

@@ -1,9 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterSpec, linkLocalNotes } from "./spec";
-import { ClusterPlan, cpuVllmSkips, planCluster } from "./plan";
-import { plannedResources } from "./resources";
-import { resourceNames } from "./naming";
+import { ClusterSpec, linkLocalNotes } from "./spec/spec";
+import { ClusterPlan, cpuVllmSkips, planCluster } from "./plan/plan";
+import { plannedResources } from "./plan/resources";
+import { resourceNames } from "./plan/naming";
 import { Wiring, digest, stdinLine } from "./wiring";
 import { SparkHost, lastLineWarnings } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
@@ -67,10 +67,10 @@ export class SparkCluster extends pulumi.ComponentResource {
 
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
-        // The stack it belongs to: on every container and process, and what each host's preflight checks (components/ownership.ts).
+        // The stack it belongs to: on every container and process, and what each host's preflight checks (components/plan/ownership.ts).
         const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
-        // A link-local fabric address works until the next boot picks another (components/spec.ts linkLocalNotes).
+        // A link-local fabric address works until the next boot picks another (components/spec/spec.ts linkLocalNotes).
         for (const note of linkLocalNotes(args.spec)) pulumi.log.warn(note, this);
         // testBed.cpuVllm (a CPU vLLM on one test machine, never a Spark): what the plan leaves out, said in preview and up.
         for (const skip of cpuVllmSkips(args.spec))

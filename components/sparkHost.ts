@@ -1,10 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { HostPlan } from "./plan";
-import { ResourceNames } from "./naming";
+import { HostPlan } from "./plan/plan";
+import { ResourceNames } from "./plan/naming";
 import { Wiring } from "./wiring";
-import { DOCKER_PROVIDER } from "./resources";
+import { DOCKER_PROVIDER } from "./plan/resources";
 
 /** @internal Built only by SparkCluster. */
 export interface SparkHostArgs {

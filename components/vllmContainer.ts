@@ -1,9 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
-import { HostPlan } from "./plan";
-import { ResourceNames } from "./naming";
+import { HostPlan } from "./plan/plan";
+import { ResourceNames } from "./plan/naming";
 import { Wiring } from "./wiring";
-import { CONTAINER } from "./resources";
+import { CONTAINER } from "./plan/resources";
 import { SparkHost } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 

@@ -1,4 +1,4 @@
-// Turns planned resources (components/resources.ts) into Pulumi resources. The components create their
+// Turns planned resources (components/plan/resources.ts) into Pulumi resources. The components create their
 // resources in plan order, so every name an entry waits for or follows is already built.
 //
 // Gates (resources.ts GATE) are where every host's edges meet, and their realization stays linear in hosts:
@@ -11,7 +11,7 @@ import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import * as remote from "@pulumi/command/remote";
-import { COMMAND, GATE, PASSWORD, PlannedResource, PlannedType } from "./resources";
+import { COMMAND, GATE, PASSWORD, PlannedResource, PlannedType } from "./plan/resources";
 
 /**
  * The same value, and as secret as it is, once it is known; while unknown (a preview of a stack whose secret is
@@ -219,7 +219,7 @@ export class Wiring {
 }
 
 /**
- * @internal A gate that something waits for (components/resources.ts GATE): completes once `ready` has settled; no
+ * @internal A gate that something waits for (components/plan/resources.ts GATE): completes once `ready` has settled; no
  * children and no outputs. A failure rejects its construction, and so fails whatever waits for it.
  */
 class Gate extends pulumi.ComponentResource {

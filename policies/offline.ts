@@ -1,8 +1,8 @@
 // The pack without the engine: a plan as the resources the components would register, and every
 // rule's verdict on them. Used by `spark-vllm plan` and by the stack tests.
-import { ClusterPlan } from "../components/plan";
+import { ClusterPlan } from "../components/plan/plan";
 import { UNKNOWN, policies } from "./rules";
-import { COMMAND, CONTAINER, GATE, plannedResources } from "../components/resources";
+import { COMMAND, CONTAINER, GATE, plannedResources } from "../components/plan/resources";
 
 export interface OfflineResource {
     type: string;

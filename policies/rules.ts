@@ -1,5 +1,5 @@
 // CrossGuard rules for spark-vllm, importable without starting a policy pack (index.ts does that).
-// They read the provider resources the components create (see components/plan.ts):
+// They read the provider resources the components create (see components/plan/plan.ts):
 //   docker:index/remoteImage:RemoteImage  one per host, `name` = the configured image reference
 //   docker:index/container:Container      one per host, host network/IPC, fabric environment, labels
 //   command:remote:Command                `ray start …`, the compat check, `vllm serve …` (key via stdin)
@@ -13,14 +13,14 @@
 // The mandatory rules judge values known in preview: the pulls' `name` (the configured image), command text, the
 // containers' settings from config.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/catalog";
-import { MEMORY_DEFAULTS, MemoryOptions, planMemory, totalMemoryFor } from "../components/memory";
-import { parseImageRef } from "../components/spec";
-import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/images";
-import { quantizationKernelProblem } from "../components/imageKernels";
-import { HOST_KEY_HOWTO } from "../components/hostKeys";
-import { exposureProblems, refusedArgProblem } from "../components/extraArgs";
-import { KEYGUARD_MIDDLEWARE } from "../components/plan";
+import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/knowledge/catalog";
+import { MEMORY_DEFAULTS, MemoryOptions, planMemory, totalMemoryFor } from "../components/plan/memory";
+import { parseImageRef } from "../components/spec/spec";
+import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/knowledge/images";
+import { quantizationKernelProblem } from "../components/knowledge/imageKernels";
+import { HOST_KEY_HOWTO } from "../components/spec/hostKeys";
+import { exposureProblems, refusedArgProblem } from "../components/spec/extraArgs";
+import { KEYGUARD_MIDDLEWARE } from "../components/plan/plan";
 import { vllmServeArgvs } from "./shellWords";
 
 /**
@@ -147,14 +147,14 @@ export function knownVllmVersion(resources: Res[]): { version: string; from: str
 
 /**
  * The endpoint proxy's container (labelled spark-vllm.role=proxy) and its image pull (`<cluster>-proxy-pull`,
- * components/naming.ts): nginx on the head, not a vLLM host. The rules about vLLM containers and images skip them.
+ * components/plan/naming.ts): nginx on the head, not a vLLM host. The rules about vLLM containers and images skip them.
  */
 export function isEndpointProxy(r: Pick<Res, "type" | "props" | "name">): boolean {
     return (r.type === CONTAINER && label(r.props, "spark-vllm.role") === "proxy") || (r.type === REMOTE_IMAGE && /-proxy-pull$/.test(r.name));
 }
 const byType = (resources: Res[], type: string) => resources.filter(r => r.type === type && !isEndpointProxy(r));
 const serveCommands = (resources: Res[]) => byType(resources, COMMAND).filter(r => isServe(commandText(r.props)));
-/** The known-images row (components/images.ts) of the stack's image; undefined when there is none or the table lacks it. */
+/** The known-images row (components/knowledge/images.ts) of the stack's image; undefined when there is none or the table lacks it. */
 function knownImageOf(resources: Res[]) {
     const image = byType(resources, REMOTE_IMAGE).map(r => str(r.props.name)).find(Boolean);
     return image ? lookupImage(image) : undefined;
@@ -199,7 +199,7 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
     [/\bhf_[A-Za-z0-9]{30,}/, "a Hugging Face token (hf_…)"],
     [/\bsk-[A-Za-z0-9_-]{20,}/, "an API key (sk-…)"],
     [/--api-key(?:=|\s+)(?!['"]?\$)['"]?[^\s'"$]+/, "a literal --api-key"],
-    // RAY_AUTH_TOKEN: Ray's token authentication reads the token from it (components/rayAuth.ts); only the file's path
+    // RAY_AUTH_TOKEN: Ray's token authentication reads the token from it (components/plan/rayAuth.ts); only the file's path
     // (RAY_AUTH_TOKEN_PATH) belongs in text.
     [/\b(?:HF_TOKEN|HUGGING_FACE_HUB_TOKEN|VLLM_API_KEY|RAY_AUTH_TOKEN)=(?!['"]?\$)['"]?[^\s'"$;)]+/, "a literal token assignment"],
 ];
@@ -273,7 +273,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
     },
     {
         name: "model-in-catalog",
-        description: "The served model is in the catalog (components/catalog.ts), so its memory is checked at preview; otherwise `up` checks its real size before any download or launch.",
+        description: "The served model is in the catalog (components/knowledge/catalog.ts), so its memory is checked at preview; otherwise `up` checks its real size before any download or launch.",
         enforcementLevel: "advisory",
         configSchema: MEMORY_CONFIG_SCHEMA,
         validateStack: (args, report) => {
@@ -285,10 +285,10 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             const reserve = config.reserveGiB ?? MEMORY_DEFAULTS.reserveGiB;
             const { tensorParallelSize: tp, pipelineParallelSize: pp, gpuMemoryUtilization: gmu } = input.vllm;
             const room = usable * gmu - reserve;
-            report(`${input.modelId} is not in spark-vllm's model catalog (components/catalog.ts): its memory was not checked at preview (model-weights-fit and kv-cache-and-host-headroom know only catalog models). ` +
+            report(`${input.modelId} is not in spark-vllm's model catalog (components/knowledge/catalog.ts): its memory was not checked at preview (model-weights-fit and kv-cache-and-host-headroom know only catalog models). ` +
                 `Its weights must fit ${tp * pp} GPU${tp * pp === 1 ? "" : "s"} (TP ${tp} × PP ${pp}) of ${room.toFixed(2)} GiB each (${gmu} × ${usable} GiB, less ${reserve} GiB reserve), ${(room * tp * pp).toFixed(2)} GiB in all; ` +
                 `\`up\` reads the real size (the hub's file listing before a download, the safetensors headers in the cache) and refuses before any download or launch when they do not. ` +
-                `Remediation: check the model's size on its Hugging Face page, or add it to components/catalog.ts so preview checks it.`, input.urn);
+                `Remediation: check the model's size on its Hugging Face page, or add it to components/knowledge/catalog.ts so preview checks it.`, input.urn);
         },
     },
     {
@@ -306,7 +306,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
     },
     {
         name: "image-runs-on-gb10",
-        description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11.1 for mp (components/images.ts).",
+        description: "A known image can run on a Spark with the chosen backend: kernels for compute capability 12.1, a CUDA the Spark's driver runs, Ray for the ray backend, vLLM >= 0.11.1 for mp (components/knowledge/images.ts).",
         enforcementLevel: "mandatory",
         validateStack: (args, report) => {
             const row = knownImageOf(args.resources);
@@ -321,7 +321,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
     },
     {
         name: "quantization-kernels-on-gb10",
-        description: "A known image's vLLM carries its own CUTLASS kernels for the catalog model's quantization (FP8, NVFP4) in a form that runs on compute capability 12.1 (components/vllmKernels.ts); `up` asks the image's vLLM and runs the kernel on the head before launch.",
+        description: "A known image's vLLM carries its own CUTLASS kernels for the catalog model's quantization (FP8, NVFP4) in a form that runs on compute capability 12.1 (components/knowledge/vllmKernels.ts); `up` asks the image's vLLM and runs the kernel on the head before launch.",
         enforcementLevel: "advisory",
         validateStack: (args, report) => {
             const row = knownImageOf(args.resources);
@@ -398,19 +398,19 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             // Unknown in preview (UNKNOWN) when it is the generated key: something is piped, which is what matters.
             const stdin = args.props.stdin;
             if (!reads || stdin === undefined || stdin === null || stdin === "")
-                report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan.ts does).`);
+                report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan/plan.ts does).`);
         },
     },
     {
         name: "vllm-serve-arguments-confined",
-        description: "vllm serve's arguments, read as vLLM resolves them, start no KV-event publisher, choose no data-parallel address but loopback, keep vLLM's h11 limits, load no code the stack names and open no listener beside the endpoint proxy (the rules parseSpec applies to vllm.extraArgs, components/extraArgs.ts).",
+        description: "vllm serve's arguments, read as vLLM resolves them, start no KV-event publisher, choose no data-parallel address but loopback, keep vLLM's h11 limits, load no code the stack names and open no listener beside the endpoint proxy (the rules parseSpec applies to vllm.extraArgs, components/spec/extraArgs.ts).",
         enforcementLevel: "mandatory",
         validateResource: (args, report) => {
             if (args.type !== COMMAND) return;
             const text = commandText(args.props);
             if (!isServe(text)) return;
             // The arguments after `vllm serve MODEL`, as the shell passes them, less the planner's own key guard
-            // (components/plan.ts vllmServeArgv: `--middleware <KEYGUARD_MIDDLEWARE>` on the head).
+            // (components/plan/plan.ts vllmServeArgv: `--middleware <KEYGUARD_MIDDLEWARE>` on the head).
             for (const argv of vllmServeArgvs(text) ?? []) {
                 const rest = argv.slice(3);
                 const own = rest.findIndex((a, i) => a === "--middleware" && rest[i + 1] === KEYGUARD_MIDDLEWARE);

@@ -1,6 +1,6 @@
 // Command text read as the shell reads it, for rules that must judge real arguments rather than substrings (issue 41:
 // ` --headless` inside another argument's value is not the option). No expansions are done: spark-vllm's commands
-// quote every value (components/scripts.ts shq), so the words are what the shell passes on.
+// quote every value (components/plan/scripts.ts shq), so the words are what the shell passes on.
 
 export type ShellToken = { word: string } | { op: string };
 

@@ -1,18 +1,18 @@
 // Generates the reference parts of docs/ from the code they describe:
-//   docs/configuration.md            whole file, from components/configSchema.ts
+//   docs/configuration.md            whole file, from components/spec/configSchema.ts
 //   docs/troubleshooting.md          the block between the GENERATED markers, from DIAGNOSIS_CATALOG
 // `npm run docs` rewrites them; `npm run docs -- --check` only says whether they are up to date (exit 1
 // when not). tests/unit/docs-config.test.ts fails when a committed file differs from what this renders.
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
-import { CONFIG_SCHEMA, ConfigKey, SCHEMA_NAMESPACE } from "../components/configSchema";
-import { DIAGNOSIS_CATALOG } from "../components/diagnosis";
+import { CONFIG_SCHEMA, ConfigKey, SCHEMA_NAMESPACE } from "../components/spec/configSchema";
+import { DIAGNOSIS_CATALOG } from "../components/knowledge/diagnosis";
 
 const ROOT = path.join(__dirname, "..");
 export const CONFIGURATION_MD = path.join(ROOT, "docs", "configuration.md");
 export const TROUBLESHOOTING_MD = path.join(ROOT, "docs", "troubleshooting.md");
-export const BEGIN = "<!-- BEGIN GENERATED from DIAGNOSIS_CATALOG (components/diagnosis.ts) by `npm run docs`; do not edit -->";
+export const BEGIN = "<!-- BEGIN GENERATED from DIAGNOSIS_CATALOG (components/knowledge/diagnosis.ts) by `npm run docs`; do not edit -->";
 export const END = "<!-- END GENERATED -->";
 
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -87,9 +87,9 @@ export function renderConfiguration(): string {
     const out = [
         "# Configuration reference",
         "",
-        "<!-- Generated from components/configSchema.ts by `npm run docs`; do not edit by hand.",
+        "<!-- Generated from components/spec/configSchema.ts by `npm run docs`; do not edit by hand.",
         "     tests/unit/docs-config.test.ts fails when this file and the schema drift apart, and holds",
-        "     the schema against the parser (parseSpec in components/spec.ts). -->",
+        "     the schema against the parser (parseSpec in components/spec/spec.ts). -->",
         "",
         `Every key lives in the stack file \`Pulumi.<stack>.yaml\` under the namespace \`${SCHEMA_NAMESPACE}\`. The program`,
         "parses and validates the whole config before it creates any resource, and reports every problem at",

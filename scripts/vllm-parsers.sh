@@ -3,7 +3,7 @@
 # importing `vllm serve`'s argument parser needs (scripts/vllm-parsers-<version>.txt, every package pinned, installed
 # with --no-deps), and scripts/vllm-parsers.py runs in it. Idempotent: a venv whose stamp matches its pin file is kept.
 #
-# Versions: the oldest and the newest vLLM of the known-images table (components/images.ts KNOWN_IMAGES) that PyPI
+# Versions: the oldest and the newest vLLM of the known-images table (components/knowledge/images.ts KNOWN_IMAGES) that PyPI
 # carries: 0.10.1.1 (nvcr.io/nvidia/vllm:25.09-py3) and 0.20.1 (nvcr.io/nvidia/vllm:26.05-py3).
 #
 # Where: $SPARK_VLLM_PARSERS_DIR, default ${XDG_CACHE_HOME:-$HOME/.cache}/spark-vllm/vllm-parsers/<version>.

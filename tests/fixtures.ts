@@ -1,5 +1,5 @@
 import * as assert from "node:assert/strict";
-import { SpecError, parseSpec } from "../components/spec";
+import { SpecError, parseSpec } from "../components/spec/spec";
 // Stack configs for tests: test hosts only (198.18.0.0/15), never real machines.
 export function hostConfig(i: number, gpus = 1) {
     const name = `spark-${String.fromCharCode(97 + i)}`;

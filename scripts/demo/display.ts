@@ -4,7 +4,7 @@
 // No I/O of its own: lines go to the `print` it is given.
 import type { EngineEvent } from "../../tests/engine/engine";
 import type { OpKind } from "../../tests/engine/state";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 
@@ -65,7 +65,7 @@ function compatSummary(c: Record<string, any>): string[] {
         (c.backend === "ray" ? `; Ray ${c.ray}` : "") + ` — checked in ${c.seconds}s`];
 }
 
-/** What to say under a finished step, by the resource's role (names from components/naming.ts). */
+/** What to say under a finished step, by the resource's role (names from components/plan/naming.ts). */
 function resultLines(name: string, stdout: string | undefined): string[] {
     const json = lastJson(stdout);
     if (!json) return [];

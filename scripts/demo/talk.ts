@@ -1,7 +1,7 @@
 // Talking to the endpoint as a user would: the stack outputs `endpoint` and `apiKey` in two variables, and `curl`
 // lines that are printed exactly as they are run (so they can be pasted).
 import { spawnSync } from "node:child_process";
-import { shq } from "../../components/scripts";
+import { shq } from "../../components/plan/scripts";
 
 export const ENDPOINT_VAR = "SPARK_VLLM_ENDPOINT";
 export const KEY_VAR = "SPARK_VLLM_API_KEY";

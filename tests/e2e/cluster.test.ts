@@ -7,10 +7,10 @@ import { SimStackOptions, leftovers as simLeftovers } from "../sim/stacks";
 import { completionStatus, esc, failure, simSuite } from "./suite";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
 import { stateFileText, usesRealPulumi } from "../engine/real";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 import { diffPlans } from "../../bin/diff-command";
-import { planCluster } from "../../components/plan";
-import { parseSpec, rawConfigFromStack } from "../../components/spec";
+import { planCluster } from "../../components/plan/plan";
+import { parseSpec, rawConfigFromStack } from "../../components/spec/spec";
 
 const N = resourceNames();
 /** Commands that start a process: the Ray head, a Ray worker, vLLM. */

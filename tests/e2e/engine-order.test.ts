@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import { simSuite } from "./suite";
 import { EngineEvent, changes, destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 const suite = simSuite("order");

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import { SimStackOptions } from "../sim/stacks";
 import { failure, simSuite } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 

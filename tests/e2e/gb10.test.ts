@@ -7,7 +7,7 @@ import { SimStackOptions, leftovers } from "../sim/stacks";
 import { LLAMA31_405B_FP8_DECLARED } from "../sim/models";
 import { esc, failure, simSuite, completionStatus } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { Sim, startSim } from "../sim/hosts";
 import { leftovers, simStack } from "../sim/stacks";
 import { destroy, up } from "../engine/engine";
-import { containerName } from "../../components/naming";
+import { containerName } from "../../components/plan/naming";
 
 const FABRIC_VARS = ["VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"];
 

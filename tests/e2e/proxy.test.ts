@@ -13,7 +13,7 @@ import { SimStackOptions, leftovers } from "../sim/stacks";
 import { simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
 import { findEntry } from "../engine/state";
-import { proxyContainerName, resourceNames } from "../../components/naming";
+import { proxyContainerName, resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 const suite = simSuite("proxy");

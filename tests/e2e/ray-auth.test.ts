@@ -5,7 +5,7 @@ import * as assert from "node:assert/strict";
 import { SimStackOptions, leftovers } from "../sim/stacks";
 import { simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
-import { containerName } from "../../components/naming";
+import { containerName } from "../../components/plan/naming";
 
 const suite = simSuite("e2e-ray-auth");
 const simStack = (name: string, opts: SimStackOptions = {}) => suite.stack(name, opts);

@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
-import { containerName } from "../../components/naming";
+import { containerName } from "../../components/plan/naming";
 
 const suite = simSuite("e2e-ray-doors");
 

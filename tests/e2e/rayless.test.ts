@@ -1,5 +1,5 @@
 // End to end (needs root: network namespaces, dockerd, sshd): a stack on a current Ray-less image with no
-// `vllm.backend` plans and deploys with vLLM's own multi-node launch (components/images.ts defaultBackend: mp for an
+// `vllm.backend` plans and deploys with vLLM's own multi-node launch (components/knowledge/images.ts defaultBackend: mp for an
 // image the known-images table says ships no Ray).
 //
 // The table recognises an image by its reference (repo:tag, digest aside), so the stack must name the image as users
@@ -13,10 +13,10 @@ import { completionStatus, simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { DEFAULT_RELEASES } from "../sim/image";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { lookupImage } from "../../components/images";
-import { containerName } from "../../components/naming";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { lookupImage } from "../../components/knowledge/images";
+import { containerName } from "../../components/plan/naming";
 
 const HUB = "vllm/vllm-openai:v0.18.0";
 const suite = simSuite("rayless", {}, {

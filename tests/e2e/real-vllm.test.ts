@@ -4,7 +4,7 @@
 // the hub lays it out. Everything else is the program's real path: container, supervisor, launch, the nginx proxy with
 // the key, the endpoint probe, the serving proof, `spark-vllm status`, destroy.
 //
-// Skipped, by the stack's spark-vllm:testBed.cpuVllm (components/plan.ts cpuVllmSkips, which plan and up state): the
+// Skipped, by the stack's spark-vllm:testBed.cpuVllm (components/plan/plan.ts cpuVllmSkips, which plan and up state): the
 // memory gate and the check after the load (no GPU memory: a CPU vLLM takes --kv-cache-memory-bytes of the machine's
 // memory), compat's CUDA part
 // (no CUDA device; vLLM's version, the architecture and the config are still checked with the real vLLM), the fabric
@@ -21,7 +21,7 @@ import { simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { vllmCpuModel, vllmCpuVenv } from "../sim/image-vllm-cpu";
-import { containerName } from "../../components/naming";
+import { containerName } from "../../components/plan/naming";
 
 const ROOT = path.join(__dirname, "..", "..");
 const venv = vllmCpuVenv();

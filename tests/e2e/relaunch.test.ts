@@ -3,7 +3,7 @@
 // and running a plain `pulumi up` again re-runs only the failed probe, which fails again, and the supervisor never
 // relaunches a launch that was never proven (components/remote/spark_vllm/supervise.py). `pulumi up --replace` of
 // every host's memory gate does: each gate (delete-before-replace) stops vLLM, drops the page cache and checks memory,
-// the launch lists the gates in replacedBy, the probe the launch (components/resources.ts, section 8); what
+// the launch lists the gates in replacedBy, the probe the launch (components/plan/resources.ts, section 8); what
 // the probe's failure, `spark-vllm status` and docs/troubleshooting.md tell the user to run. A target not in the stack fails the up before
 // anything runs (pulumi/pulumi deployment_executor.go checkTargets). Needs root.
 import { test } from "node:test";
@@ -12,7 +12,7 @@ import { completionStatus, failure, simSuite } from "./suite";
 import { changes, destroy, up } from "../engine/engine";
 import { loadState } from "../engine/state";
 import { leftovers } from "../sim/stacks";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const suite = simSuite("relaunch");
 const n = resourceNames();

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import { leftovers } from "../sim/stacks";
 import { failure, simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
-import { containerName } from "../../components/naming";
+import { containerName } from "../../components/plan/naming";
 
 const suite = simSuite("e2e-shared-hosts");
 const HOSTS = ["spark-a", "spark-b"];

@@ -12,7 +12,7 @@ import { leftovers } from "../sim/stacks";
 import { Stack, changes, destroy, up } from "../engine/engine";
 import { loadState } from "../engine/state";
 import { pullImage } from "../engine/operations";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
 const suite = simSuite("hostkey");

@@ -14,8 +14,8 @@ import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { waitFor } from "../sim/util";
 import * as crypto from "node:crypto";
-import { parseSpec } from "../../components/spec";
-import { packTools, planCluster, toolsProgram } from "../../components/plan";
+import { parseSpec } from "../../components/spec/spec";
+import { packTools, planCluster, toolsProgram } from "../../components/plan/plan";
 
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("status");
@@ -55,7 +55,7 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
         const pid = (await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "cut", "-d", " ", "-f1", "/var/tmp/spark-vllm/vllm-serve.pid"])).stdout.trim();
         assert.match(pid, /^[0-9]+$/);
         // vLLM dies while another process holds the memory: each relaunch fails vLLM's start-up free-memory check (page
-        // cache would not do: vLLM 0.17.1 on a GB10 counts it as free, components/images.ts [uma-free]), and after
+        // cache would not do: vLLM 0.17.1 on a GB10 counts it as free, components/knowledge/images.ts [uma-free]), and after
         // MAX_FAILURES (5 s, 10 s, 20 s, 40 s apart) the supervisor stops and writes its marker (supervise.py give_up).
         await suite.sim.setFaults("spark-a", { memory_held_gib: 100 });
         await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "kill", "-KILL", pid]);
@@ -79,7 +79,7 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
         assert.ok(gaveUp.report.problems[0].includes(`fix the cause, then run \`pulumi up -s day2 --replace '${gate("spark-a")}' --replace '${gate("spark-b")}'\``), gaveUp.report.problems[0]);
         await suite.sim.setFaults("spark-a", null);
 
-        // Without its record nothing relaunches vLLM (components/launches.ts), and a marker without its record is ignored.
+        // Without its record nothing relaunches vLLM (components/plan/launches.ts), and a marker without its record is ignored.
         const launches = ["exec", "spark-vllm-spark-a", "mv", "-f"];
         await suite.sim.docker("spark-a", [...launches, "/var/lib/spark-vllm/launches/vllm.json", "/var/lib/spark-vllm/launches/vllm.json.bak"]);
         const degraded = status();

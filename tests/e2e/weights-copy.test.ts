@@ -17,11 +17,11 @@ import { leftovers } from "../sim/stacks";
 import { modelCacheName, modelRevision } from "../sim/hosts";
 import { esc, simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
-import { resourceNames } from "../../components/naming";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { COMMAND, plannedResources } from "../../components/resources";
-import { workerCopyToken } from "../../components/copyToken";
+import { resourceNames } from "../../components/plan/naming";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { COMMAND, plannedResources } from "../../components/plan/resources";
+import { workerCopyToken } from "../../components/plan/copyToken";
 
 const N = resourceNames();
 const suite = simSuite("e2e-weights", { weights: "head-then-copy" });
@@ -30,7 +30,7 @@ const CACHE = "/root/.cache/huggingface";
 const REPO = `${CACHE}/hub/${modelCacheName(MODEL)}`;
 const PORT = 20080;
 const TOKEN = "e2e-copy-token-0123456789";
-/** What spark-b's copy receives and presents: its own token, derived from the stack's (issue 30, components/copyToken.ts). */
+/** What spark-b's copy receives and presents: its own token, derived from the stack's (issue 30, components/plan/copyToken.ts). */
 const WORKER = workerCopyToken(TOKEN, "spark-b");
 const FAKE_DIR = "/var/tmp/fake-head";
 /** From the worker's snapshot folder (7 levels below /) to the host-mounted logDir: outside the cache, seen on the host. */

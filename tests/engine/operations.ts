@@ -5,7 +5,7 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { shq } from "../../components/scripts";
+import { shq } from "../../components/plan/scripts";
 import { LiveContainer, LiveImage, repoDigestOf } from "./refresh";
 
 export interface Transport {

@@ -1,7 +1,7 @@
 // A stand-in for the providers in an update that must not touch a host: each step "succeeds" and answers
 // with the outputs the program reads (RandomPassword.result, RemoteImage.repoDigest, a command's stdout),
 // so the deployment proceeds as far as the engine lets it.
-import { repoDigest } from "../../components/resources";
+import { repoDigest } from "../../components/plan/resources";
 import type { Outcome, Registration } from "./monitor";
 import { plain } from "./wire";
 

@@ -3,8 +3,8 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { COMMAND, CONTAINER, REMOTE_IMAGE, UNKNOWN, findSecret, interfaceFamily, knownVllmVersion, policies } from "../../policies/rules";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
 import { rawConfig } from "../fixtures";
 
 type Res = { type: string; name: string; urn: string; props: Record<string, any> };
@@ -153,7 +153,7 @@ test("model-in-catalog (advisory): a model the catalog lacks is a warning that n
     assert.deepEqual(onStack("model-weights-fit", unknown), []);
     const [warning, ...more] = onStack("model-in-catalog", unknown);
     assert.deepEqual(more, []);
-    assert.match(warning, /^meta-llama\/Llama-3\.1-405B-Instruct-FP8 is not in spark-vllm's model catalog \(components\/catalog\.ts\): its memory was not checked at preview/);
+    assert.match(warning, /^meta-llama\/Llama-3\.1-405B-Instruct-FP8 is not in spark-vllm's model catalog \(components\/knowledge\/catalog\.ts\): its memory was not checked at preview/);
     assert.match(warning, /must fit 2 GPUs \(TP 2 × PP 1\) of 99\.44 GiB each \(0\.85 × 121\.69 GiB, less 4 GiB reserve\), 198\.87 GiB in all/);
     assert.match(warning, /refuses before any download or launch/);
     assert.match(onStack("model-in-catalog", unknown, { reserveGiB: 10, usableGiB: 100 })[0], /of 75\.00 GiB each \(0\.85 × 100 GiB, less 10 GiB reserve\)/);

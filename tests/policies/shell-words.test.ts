@@ -1,10 +1,10 @@
 // Issue 41: the policies read `vllm serve`'s arguments as the shell passes them (policies/shellWords.ts). The real
-// planned launch commands (docker exec … bash -c '<script>', values quoted by components/scripts.ts) give back exactly
+// planned launch commands (docker exec … bash -c '<script>', values quoted by components/plan/scripts.ts) give back exactly
 // the argv the planner put in them, a value holding " --headless" included.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
 import { shellTokens, vllmServeArgvs } from "../../policies/shellWords";
 import { rawConfig } from "../fixtures";
 

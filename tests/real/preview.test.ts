@@ -11,9 +11,9 @@ import * as path from "path";
 import * as yaml from "js-yaml";
 import { findRealPulumi } from "../engine/real";
 import { testTempDir } from "../tempDir";
-import { plannedResources } from "../../components/resources";
-import { parseSpec, rawConfigFromStack } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { plannedResources } from "../../components/plan/resources";
+import { parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
 
 const REPO = path.join(__dirname, "..", "..");
 const { found: real, missing } = findRealPulumi();

@@ -25,7 +25,7 @@ export interface SimRelease {
     cuda_arch_list?: string[];
     /**
      * How the stand-in vLLM's own CUTLASS kernels were compiled: CUDA and the SASS targets of each SM12x kernel family
-     * (components/vllmKernels.ts derives them for a real release). Default: from `cuda` and `cuda_arch_list`, sm_120f
+     * (components/knowledge/vllmKernels.ts derives them for a real release). Default: from `cuda` and `cuda_arch_list`, sm_120f
      * from CUDA 13.0, sm_120a before (simcommon.vllm_kernels; vllm/_custom_ops.py answers from it).
      */
     vllm_kernels?: { cuda: string; scaled_mm_sm120?: string[]; nvfp4_sm120?: string[]; nvfp4_sm100?: string[] };
@@ -36,7 +36,7 @@ export interface SimRelease {
     /**
      * Also push this tag as `<registry>/<hubReference>` (e.g. "vllm/vllm-openai:v0.18.0"), for hosts started with
      * SimOptions.hubMirror, which pull Docker Hub references through the sim registry: a stack can then name the image
-     * by its Docker Hub reference, the one the known-images table (components/images.ts) recognises. Not in release.json.
+     * by its Docker Hub reference, the one the known-images table (components/knowledge/images.ts) recognises. Not in release.json.
      */
     hubReference?: string;
     /**
@@ -56,7 +56,7 @@ const COMMON_ARCHS = [
 /**
  * A CUDA 13.0 build (the DGX OS driver 580's own CUDA) with vLLM's default architectures "8.0, 8.9, 9.0, 10.0, 10.3,
  * 12.0" (vllm-project/vllm#23469): sm_120 SASS, which runs on the GB10 (12.1). torch and CUDA versions are those of
- * the real run the torch stand-in reproduces (tests/fixtures/nccl, torch 2.11.0+cu130). See components/images.ts for
+ * the real run the torch stand-in reproduces (tests/fixtures/nccl, torch 2.11.0+cu130). See components/knowledge/images.ts for
  * the binary-compatibility rule and its sources.
  */
 const GB10_READY = { cuda: "13.0", torch: "2.11.0+cu130", cuda_arch_list: ["sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120"] };
@@ -68,7 +68,7 @@ const V0171: SimRelease = {
     // vLLM's copy of vllm/transformers_utils/config.py _CONFIG_REGISTRY)
     transformers: "4.57.1",
     // Ray 2.52.0 is the first with token authentication (RAY_AUTH_MODE=token; docs.ray.io ray-security/token-auth), 2.54.0
-    // the first whose dashboard agent HTTP server checks it too (components/images.ts [ray-agent]): the default image's
+    // the first whose dashboard agent HTTP server checks it too (components/knowledge/images.ts [ray-agent]): the default image's
     // Ray (real, from PyPI: tests/sim/image-wheels.ts) enforces the cluster's token on every listener that runs code
     ray: "2.60.0",
     ...GB10_READY,

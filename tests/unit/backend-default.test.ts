@@ -1,17 +1,17 @@
 // The backend when `spark-vllm:vllm.backend` is not set follows what the image is known to carry
-// (components/images.ts defaultBackend), and no committed stack on a Ray image deploys anything different:
+// (components/knowledge/images.ts defaultBackend), and no committed stack on a Ray image deploys anything different:
 // before this default existed every stack of two or more hosts without vllm.backend ran Ray
-// (components/spec.ts: `chosen === "mp" ? "mp" : "ray"`), so each such stack must plan exactly as it does
+// (components/spec/spec.ts: `chosen === "mp" ? "mp" : "ray"`), so each such stack must plan exactly as it does
 // with `vllm.backend: ray` written out; `spark-vllm diff` between the two shows no change for any resource.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
 import { diffPlans, setPath } from "../../bin/diff-command";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
-import { lookupImage } from "../../components/images";
+import { lookupImage } from "../../components/knowledge/images";
 
 const ROOT = path.join(__dirname, "..", "..");
 const STACKS = fs.readdirSync(ROOT).flatMap(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []).sort();

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { ARCHITECTURES, CATALOG, compareVersions, findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../../components/catalog";
+import { ARCHITECTURES, CATALOG, compareVersions, findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../../components/knowledge/catalog";
 
 test("catalog has the models the issue asks for, each complete and consistent", () => {
     const ids = [

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { digestOf, sameImage, sameWeights } from "../../components/checks";
+import { digestOf, sameImage, sameWeights } from "../../components/plan/checks";
 
 const d = (c: string) => `sha256:${c.repeat(64)}`;
 

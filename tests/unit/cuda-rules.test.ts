@@ -1,10 +1,10 @@
-// The CUDA binary-compatibility rule lives twice: components/images.ts (policies, at preview) and the helper
+// The CUDA binary-compatibility rule lives twice: components/knowledge/images.ts (policies, at preview) and the helper
 // program's spark_vllm/cuda.py (the compat check, in the image). Same cases, same verdicts.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
-import { cudaKernelsRunOn } from "../../components/images";
+import { cudaKernelsRunOn } from "../../components/knowledge/images";
 
 const CASES: Array<[string[], [number, number]]> = [
     [["sm_80", "sm_90", "sm_100", "sm_120"], [12, 1]],

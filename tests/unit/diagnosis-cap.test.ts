@@ -2,7 +2,7 @@
 // The 2 MB timing is a benchmark (`npm run bench -- --only diagnose`, bench/diagnose.ts), not a test.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { diagnose, diagnosisData, maxLineChars, normaliseLog } from "../../components/diagnosis";
+import { diagnose, diagnosisData, maxLineChars, normaliseLog } from "../../components/knowledge/diagnosis";
 
 test("the matcher sees only the first maxLineChars characters of a line, counted as Python counts them", () => {
     assert.equal(diagnosisData().maxLineChars, maxLineChars, "the Python twin gets the same cap");

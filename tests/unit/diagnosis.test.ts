@@ -9,8 +9,8 @@ import {
     DIAGNOSIS_CATALOG,
     LOG_SYNTAX,
     normaliseLog,
-} from "../../components/diagnosis";
-import { toolsProgram } from "../../components/toolsProgram";
+} from "../../components/knowledge/diagnosis";
+import { toolsProgram } from "../../components/plan/toolsProgram";
 import { testTempDir } from "../tempDir";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "logs");
@@ -292,7 +292,7 @@ test("nccl-socket-fallback is judged by the transport NCCL used: a healthy P2P r
 });
 
 test("the cuda-kernel-image hint agrees with the images table: sm_120 kernels run on the GB10's 12.1", async () => {
-    const { cudaKernelsRunOn, GB10_CAPABILITY } = await import("../../components/images");
+    const { cudaKernelsRunOn, GB10_CAPABILITY } = await import("../../components/knowledge/images");
     assert.equal(cudaKernelsRunOn(["sm_120"], GB10_CAPABILITY).runs, true);
     const hint = DIAGNOSIS_CATALOG.find(e => e.kind === "cuda-kernel-image")!.hint;
     assert.match(hint, /sm_120 runs on 12\.1/);

@@ -6,20 +6,20 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { SECRET_SET, parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
+import { SECRET_SET, parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
 import { diffPlans, setPath } from "../../bin/diff-command";
 import { stackOwner } from "../../bin/plan-command";
 import { EXIT } from "../../bin/cli";
-import { COMMAND, CONTAINER, DOCKER_PROVIDER, GATE, plannedResources } from "../../components/resources";
-import { resourceNames } from "../../components/naming";
+import { COMMAND, CONTAINER, DOCKER_PROVIDER, GATE, plannedResources } from "../../components/plan/resources";
+import { resourceNames } from "../../components/plan/naming";
 import { Evaluation, evaluateWithMocks, stackConfig } from "../harness/mocks";
 
 const ROOT = path.join(__dirname, "..", "..");
 const NS = "spark-vllm:";
 const raw = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.slice(NS.length), v]));
 const cfg = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [NS + k, v]));
-// As the program under mocks plans it (evaluate below): the stack's owner is in labels and commands (components/ownership.ts).
+// As the program under mocks plans it (evaluate below): the stack's owner is in labels and commands (components/plan/ownership.ts).
 const planOf = (r: Record<string, unknown>, stack = "spark") => planCluster(parseSpec(r), undefined, { owner: stackOwner(ROOT, stack) });
 const evaluations = new Map<string, Evaluation>();
 const evaluate = (stack: string, r: Record<string, unknown>, manifestOverrides?: Record<string, Record<string, number>>) => {
@@ -134,7 +134,7 @@ const CHANGES: Array<[string, string, unknown, string[]]> = [
     // [label, key, value, resources replaced]
     ["one vLLM flag", "vllm.extraArgs", ["--enable-prefix-caching"], [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED]],
     ["maxModelLen", "vllm.maxModelLen", 65536, [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED]],
-    // The proxy carries the served name in its labels (components/ownership.ts): a rename replaces it too (seconds).
+    // The proxy carries the served name in its labels (components/plan/ownership.ts): a rename replaces it too (seconds).
     ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), n.of("proxy"), ...GATES, ...LOADED]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
         "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
@@ -211,7 +211,7 @@ test("--rotate sshPrivateKey: every remote command is updated through its connec
     assert.ok(changes.every(c => c.op === "same" || (c.op === "update" && c.inputs.join() === "connection")), "updates only, no replacement");
     assert.ok(changes.filter(c => c.type !== COMMAND).every(c => c.op === "same"), "the Docker providers, images, containers and passwords read no key");
     const reason = (name: string) => changes.find(c => c.name === name)!.reason!;
-    assert.equal(reason(n.of("vllm-launch")), "connection.privateKey (secret) changes: update runs create again; a running identical launch is kept (components/launches.ts keepIfSame)");
+    assert.equal(reason(n.of("vllm-launch")), "connection.privateKey (secret) changes: update runs create again; a running identical launch is kept (components/plan/launches.ts keepIfSame)");
     assert.equal(reason(n.of("compat")), "connection.privateKey (secret) changes: update runs create again");
     assert.equal(reason(n.host("spark-a", "memory")), "connection.privateKey (secret) changes: update runs its update script");
 });

@@ -1,11 +1,11 @@
-// docs/configuration.md is generated from components/configSchema.ts, and the schema is held against the
+// docs/configuration.md is generated from components/spec/configSchema.ts, and the schema is held against the
 // real parser (parseSpec): the keys it accepts at every level, its defaults, what is required, types and
 // ranges. docs/troubleshooting.md's generated block follows DIAGNOSIS_CATALOG.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
-import { CONFIG_SCHEMA, ConfigKey, SCHEMA_NAMESPACE } from "../../components/configSchema";
-import { CONFIG_NAMESPACE, ClusterSpec, SpecError, parseSpec } from "../../components/spec";
+import { CONFIG_SCHEMA, ConfigKey, SCHEMA_NAMESPACE } from "../../components/spec/configSchema";
+import { CONFIG_NAMESPACE, ClusterSpec, SpecError, parseSpec } from "../../components/spec/spec";
 import { CONFIGURATION_MD, TROUBLESHOOTING_MD, exampleConfig, renderConfiguration, setAtPath, withDiagnosisKinds } from "../../scripts/gen-docs";
 
 const byPath = new Map(CONFIG_SCHEMA.map(k => [k.path, k]));
@@ -51,7 +51,7 @@ function valueAt(spec: ClusterSpec, keyPath: string): unknown {
     return v;
 }
 
-test("docs/configuration.md is what npm run docs generates from components/configSchema.ts", () => {
+test("docs/configuration.md is what npm run docs generates from components/spec/configSchema.ts", () => {
     assert.equal(fs.readFileSync(CONFIGURATION_MD, "utf8"), renderConfiguration(), "docs/configuration.md is out of date: run npm run docs");
 });
 
@@ -77,7 +77,7 @@ test("at every level, the keys parseSpec accepts are the schema's keys (and no o
         assert.ok(m, `parseSpec's message for an unknown key does not list the known keys: ${line}`);
         return m[1].split(", ").sort();
     };
-    const fix = "(actual: what parseSpec accepts; expected: what components/configSchema.ts lists. Change the schema, then npm run docs)";
+    const fix = "(actual: what parseSpec accepts; expected: what components/spec/configSchema.ts lists. Change the schema, then npm run docs)";
     assert.deepEqual(known(""), children("").sort(), `top-level keys ${fix}`);
     for (const k of CONFIG_SCHEMA.filter(isObject)) assert.deepEqual(known(objectPath(k)), children(objectPath(k)).sort(), `keys under ${k.path} ${fix}`);
 });

@@ -7,10 +7,10 @@ import * as os from "os";
 import * as path from "path";
 import * as crypto from "crypto";
 import { spawn, spawnSync } from "child_process";
-import { parseSpec } from "../../components/spec";
-import { packTools, planCluster } from "../../components/plan";
-import { supervisorEntrypoint } from "../../components/launches";
-import { TOOLS_PIN_FILE, VERIFIED_RUN } from "../../components/verifiedRun";
+import { parseSpec } from "../../components/spec/spec";
+import { packTools, planCluster } from "../../components/plan/plan";
+import { supervisorEntrypoint } from "../../components/plan/launches";
+import { TOOLS_PIN_FILE, VERIFIED_RUN } from "../../components/plan/verifiedRun";
 import { rawConfig } from "../fixtures";
 
 const sha256 = (text: string | Buffer) => crypto.createHash("sha256").update(text).digest("hex");

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { DATA_PARALLEL_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS, parseSpec } from "../../components/spec";
+import { DATA_PARALLEL_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS, parseSpec } from "../../components/spec/spec";
 import { rawConfig, specProblems } from "../fixtures";
 
 const withArgs = (...extraArgs: string[]) => {

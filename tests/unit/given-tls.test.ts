@@ -1,4 +1,4 @@
-// endpoint.tls "given" (components/givenTls.ts): the certificate chain and key from the secrets tlsCertificate and
+// endpoint.tls "given" (components/spec/givenTls.ts): the certificate chain and key from the secrets tlsCertificate and
 // tlsPrivateKey, checked with every other problem at once, never shown, and written on the head from stdin (the
 // script run here for real) into 0600 files; the plan's wiring (a rotated certificate rewrites the files, restarts
 // the proxy through its configuration, and proves the endpoint again).
@@ -9,12 +9,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { execFileSync, spawnSync } from "node:child_process";
-import { SECRET_IN_PLAIN_TEXT, SECRET_SET, SpecError, parseSpec, rawConfigFromStack } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { COMMAND, GATE, plannedResources } from "../../components/resources";
-import { resourceNames } from "../../components/naming";
-import { proxyTls } from "../../components/proxyPlan";
-import { chainCertificates, givenTlsProblems, givenTlsStdin } from "../../components/givenTls";
+import { SECRET_IN_PLAIN_TEXT, SECRET_SET, SpecError, parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { COMMAND, GATE, plannedResources } from "../../components/plan/resources";
+import { resourceNames } from "../../components/plan/naming";
+import { proxyTls } from "../../components/plan/proxyPlan";
+import { chainCertificates, givenTlsProblems, givenTlsStdin } from "../../components/spec/givenTls";
 import { clusterConfig, rawConfig, specProblems } from "../fixtures";
 import { evaluateWithMocks } from "../harness/mocks";
 

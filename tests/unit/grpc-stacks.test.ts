@@ -1,6 +1,6 @@
 // Every committed stack through the CLI's path (program by cmd/run, pack by its analyzer server): it
 // previews clean, and the resources the engine sees are exactly the ones `spark-vllm plan`/`diff` reason
-// about (components/resources.ts plannedResources), name for name and type for type.
+// about (components/plan/resources.ts plannedResources), name for name and type for type.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "fs";
@@ -8,9 +8,9 @@ import * as path from "path";
 import { REPO, deploy, mandatory } from "../grpc/deploy";
 import { stackConfig } from "../../scripts/preview";
 import { readStackFile } from "../../bin/plan-command";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { GATE, plannedResources } from "../../components/resources";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { GATE, plannedResources } from "../../components/plan/resources";
 
 /**
  * The URN of every resource of every committed stack. The real engine keys its state by URN (stack, project, the

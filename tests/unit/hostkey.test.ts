@@ -2,11 +2,11 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { parseSpec } from "../../components/spec";
-import { parseHostKey, openSshPinnedKeyOptions } from "../../components/hostKeys";
+import { parseSpec } from "../../components/spec/spec";
+import { parseHostKey, openSshPinnedKeyOptions } from "../../components/spec/hostKeys";
 import { evaluateWithMocks } from "../harness/mocks";
 import { clusterConfig, rawConfig, specProblems } from "../fixtures";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 // Keys made with `ssh-keygen -t <type> -C root@spark-x` for these tests.
 export const KEYS = {

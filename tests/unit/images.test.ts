@@ -3,8 +3,8 @@ import * as assert from "node:assert/strict";
 import {
     cudaKernelsRunOn, defaultBackend, driverCudaVersion, driverSupportsCuda, firstVllmWithMultiNodeMp, firstVllmWithoutRay, GB10_CAPABILITY,
     imageProblems, KNOWN_IMAGES, lookupImage, normalizeReference, parseArchTarget, supportsMultiNodeMp, torchArchList,
-} from "../../components/images";
-import { compareVersions } from "../../components/catalog";
+} from "../../components/knowledge/images";
+import { compareVersions } from "../../components/knowledge/catalog";
 
 test("binary compatibility: same major, SASS minor <= device minor; never across majors", () => {
     // pytorch#164590: a binary compiled for 12.0 runs directly on 12.1 (Spark)

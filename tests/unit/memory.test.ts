@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { CatalogModel, findModel } from "../../components/catalog";
-import { GiB, kvBytesPerToken, kvCacheDtypeFlag, planMemory, renderMemoryPlan, resolveKvCacheDtype, totalMemoryFor, vllmStartupFreeSource, vllmStartupMemoryCheck } from "../../components/memory";
+import { CatalogModel, findModel } from "../../components/knowledge/catalog";
+import { GiB, kvBytesPerToken, kvCacheDtypeFlag, planMemory, renderMemoryPlan, resolveKvCacheDtype, totalMemoryFor, vllmStartupFreeSource, vllmStartupMemoryCheck } from "../../components/plan/memory";
 
 const twoSparks = (tp: number, pp: number, gpuMemoryUtilization: number, maxModelLen?: number) => ({
     hosts: [{ name: "spark-a", gpus: 1 }, { name: "spark-b", gpus: 1 }],
@@ -143,7 +143,7 @@ test("vLLM's start-up check: free < ceil(total × utilization) refuses with vLLM
     close(ok.requestedGiB, 103.4365, 1e-6);
 });
 
-test("vllmStartupFreeSource: which free figure vLLM's start-up check takes, per version (components/images.ts [uma-free])", () => {
+test("vllmStartupFreeSource: which free figure vLLM's start-up check takes, per version (components/knowledge/images.ts [uma-free])", () => {
     const src = (v: string | undefined, cap = "12.1", integrated?: boolean) => vllmStartupFreeSource(v, cap, integrated).source;
     // vllm-0.11.0 MemorySnapshot: torch.cuda.mem_get_info() only.
     assert.equal(src("0.10.2"), "cuda-free");

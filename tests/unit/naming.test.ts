@@ -1,11 +1,11 @@
-// components/naming.ts is the one place names are made: its shapes, and that every resource the program plans
+// components/plan/naming.ts is the one place names are made: its shapes, and that every resource the program plans
 // is named by it (no other module templates a name).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { CLUSTER_ROLES, HOST_ROLES, containerName, resourceNames } from "../../components/naming";
-import { plannedResources } from "../../components/resources";
-import { planCluster } from "../../components/plan";
-import { parseSpec } from "../../components/spec";
+import { CLUSTER_ROLES, HOST_ROLES, containerName, resourceNames } from "../../components/plan/naming";
+import { plannedResources } from "../../components/plan/resources";
+import { planCluster } from "../../components/plan/plan";
+import { parseSpec } from "../../components/spec/spec";
 import { clusterConfig } from "../fixtures";
 
 const raw = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.slice("spark-vllm:".length), v]));

@@ -1,4 +1,4 @@
-// components/nccl.ts over the real NCCL 2.28.9 logs in tests/fixtures/nccl/ (see its README).
+// components/knowledge/nccl.ts over the real NCCL 2.28.9 logs in tests/fixtures/nccl/ (see its README).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { diagnose } from "../../components/diagnosis";
+import { diagnose } from "../../components/knowledge/diagnosis";
 import {
     allReduceBusBandwidth,
     describeNcclTransport,
@@ -18,7 +18,7 @@ import {
     refineNcclDiagnosis,
     summariseTransport,
     transportClass,
-} from "../../components/nccl";
+} from "../../components/knowledge/nccl";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "nccl");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");

@@ -54,7 +54,7 @@ test("plan --json is machine-readable and matches the text", () => {
     assert.equal(report.hosts[1].rayStart, "ray start --address=192.168.100.10:6379 --node-ip-address=192.168.100.11 --num-gpus=1 --disable-usage-stats");
     assert.equal(report.memory.kvTokens, 3846771);
     // The committed stack pins no SSH host key (users' machines), and its vLLM 0.17.1 image (CUDA 12.9) builds its SM120
-    // FP8 kernels for sm_120a, which a GB10 does not run (components/vllmKernels.ts): only those advisories show.
+    // FP8 kernels for sm_120a, which a GB10 does not run (components/knowledge/vllmKernels.ts): only those advisories show.
     const failing = report.policies.filter((v: { violations: string[] }) => v.violations.length > 0);
     assert.deepEqual(failing.map((v: { policy: string; enforcementLevel: string }) => `${v.policy} (${v.enforcementLevel})`),
         ["quantization-kernels-on-gb10 (advisory)", "ssh-host-keys-pinned (advisory)"]);

@@ -4,10 +4,10 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
-import { packTools, planCluster } from "../../components/plan";
-import { toolsProgram } from "../../components/toolsProgram";
-import { installRayToken } from "../../components/rayAuth";
+import { parseSpec } from "../../components/spec/spec";
+import { packTools, planCluster } from "../../components/plan/plan";
+import { toolsProgram } from "../../components/plan/toolsProgram";
+import { installRayToken } from "../../components/plan/rayAuth";
 import { rawConfig } from "../fixtures";
 
 const plan = (n: number, mutate: (raw: Record<string, any>) => void = () => {}) => {
@@ -165,7 +165,7 @@ test("the helper program goes into a private logDir under a mktemp name; a logDi
 });
 
 test("the helper program travels packed (a third of its size in every host's registration and state) and lands byte for byte", async () => {
-    const { plannedResources } = await import("../../components/resources");
+    const { plannedResources } = await import("../../components/plan/resources");
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-logdir-"));
     try {
         const logDir = path.join(dir, "logs");
@@ -183,7 +183,7 @@ test("the helper program travels packed (a third of its size in every host's reg
 });
 
 test("the serving proof: on the head after the endpoint probe, key on stdin, its load from probes.serving*; skippable", async () => {
-    const { plannedResources } = await import("../../components/resources");
+    const { plannedResources } = await import("../../components/plan/resources");
     const p = plan(2, raw => { raw.probes = { servingConcurrency: 8, servingRequests: 16, servingMaxTokens: 32, servingDropWarnPercent: 30 }; });
     const proof = p.servingProof!;
     assert.equal(proof.stdin, "apiKey");

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { evaluateWithMocks, RecordedResource, stackConfig } from "../harness/mocks";
 import { clusterConfig } from "../fixtures";
-import { resourceNames } from "../../components/naming";
+import { resourceNames } from "../../components/plan/naming";
 
 const n = resourceNames();
 

@@ -1,4 +1,4 @@
-// The generated nginx configuration (components/proxyPlan.ts nginxConf), run by the real nginx on loopback in front of
+// The generated nginx configuration (components/plan/proxyPlan.ts nginxConf), run by the real nginx on loopback in front of
 // an upstream that records what reaches it (standing in for vLLM, with vLLM's prefix-mounted /metrics). Requests go out
 // on raw sockets (node:net), so the exact request target is sent: dot segments, encoded "/" and ".", "//", the absolute
 // form, bodies that must not be buffered.
@@ -14,8 +14,8 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ChildProcess, spawn } from "node:child_process";
-import { parseSpec } from "../../components/spec";
-import { PROXY_MOUNT, nginxConf } from "../../components/proxyPlan";
+import { parseSpec } from "../../components/spec/spec";
+import { PROXY_MOUNT, nginxConf } from "../../components/plan/proxyPlan";
 import { rawConfig } from "../fixtures";
 
 const NGINX = process.env.SPARK_VLLM_NGINX ?? "/usr/sbin/nginx";
@@ -290,7 +290,7 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
     });
 
     // Without the key, no body is wanted: nginx answers and closes. Every refusal (400, 401, 404, 405) is a `return`
-    // without text; 401, 404 and 405 go through `error_page` to a named location (components/proxyPlan.ts nginxConf).
+    // without text; 401, 404 and 405 go through `error_page` to a named location (components/plan/proxyPlan.ts nginxConf).
     const refusals: Array<[string, string, Record<string, string>, number]> = [
         ["POST", "/v1/chat/completions", {}, 401], ["POST", "/invocations", {}, 401], ["POST", "/health", {}, 405],
         ["POST", "/v1/./chat/completions", {}, 400], ["GET", "/health", {}, 400], ["POST", "/invocations", withKey, 404],
@@ -381,7 +381,7 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
 
     test("a keyless body sent as fast as the socket takes it: 401 first, then nginx closes; nothing forwarded", async t => {
         // At loopback speed nginx may discard all of it within its bounded lingering (the bound is in time: see
-        // components/proxyPlan.ts); what matters here is the answer and that nginx ends the connection by itself.
+        // components/plan/proxyPlan.ts); what matters here is the answer and that nginx ends the connection by itself.
         seen.length = 0;
         const a = await exchange(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n",
             { piece: chunkOf(MiB), pieces: 100, limitMs: 60_000 });

@@ -1,4 +1,4 @@
-// The endpoint proxy's plan (components/proxyPlan.ts): vLLM on loopback, the proxy's wiring, its configuration
+// The endpoint proxy's plan (components/plan/proxyPlan.ts): vLLM on loopback, the proxy's wiring, its configuration
 // script run for real (the key from stdin into a 0600 file), and the config keys.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
@@ -6,11 +6,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { plannedResources, COMMAND } from "../../components/resources";
-import { resourceNames } from "../../components/naming";
-import { PLAIN_REQUEST_LINE, forwardedPathsRegex, nginxConf, proxyConfig, subjectAltName } from "../../components/proxyPlan";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { plannedResources, COMMAND } from "../../components/plan/resources";
+import { resourceNames } from "../../components/plan/naming";
+import { PLAIN_REQUEST_LINE, forwardedPathsRegex, nginxConf, proxyConfig, subjectAltName } from "../../components/plan/proxyPlan";
 import { rawConfig, specProblems } from "../fixtures";
 
 const n = resourceNames();

@@ -1,12 +1,12 @@
-// The relaunch commands spark-vllm prints (components/relaunch.ts): their URNs are the real program's (pinned in
+// The relaunch commands spark-vllm prints (components/plan/relaunch.ts): their URNs are the real program's (pinned in
 // tests/unit/fixtures/stack-urns.json), and the endpoint probe carries the vLLM one, so a failed probe names it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { launchUrn, memoryGateUrns, replaceCommand } from "../../components/relaunch";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { launchUrn, memoryGateUrns, replaceCommand } from "../../components/plan/relaunch";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
 
 const ROOT = path.join(__dirname, "..", "..");

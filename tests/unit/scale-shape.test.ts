@@ -1,15 +1,15 @@
 // Issue 17: evaluation linear in hosts. What made it quadratic was every image and container waiting on every
 // host's preflight by name, and every container and fabric rank carrying every host's image or container in its
-// inputs: N lists of N. Now the edges from every host meet at a gate (components/resources.ts GATE), and only
+// inputs: N lists of N. Now the edges from every host meet at a gate (components/plan/resources.ts GATE), and only
 // the few resources that must gather every host hold a list that grows with the hosts. These tests pin that shape,
 // in the plan and in what the program really tells the engine (tests/harness records each registration's
 // dependencies), and that the gates still order: every preflight before any image, every image before any container.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { plannedResources } from "../../components/resources";
-import { resourceNames } from "../../components/naming";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { plannedResources } from "../../components/plan/resources";
+import { resourceNames } from "../../components/plan/naming";
 import { manyHostConfig } from "../harness/many-hosts";
 import { RecordedResource, evaluateWithMocks } from "../harness/mocks";
 

@@ -5,7 +5,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { detachedLaunch, script, stopByPidFile } from "../../components/scripts";
+import { detachedLaunch, script, stopByPidFile } from "../../components/plan/scripts";
 
 const bash = (body: string) => spawnSync("bash", ["-c", body], { encoding: "utf8" });
 /** Running, not a zombie (a killed child of this test stays a zombie until reaped, and kill -0 still finds it). */

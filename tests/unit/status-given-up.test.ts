@@ -7,12 +7,12 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { RECORDS_DIR } from "../../components/launches";
-import { clusterStatus, hostStatusScript, parseHostOutput, renderStatus } from "../../components/status";
-import { launchUrn, memoryGateUrns, relaunchUrns, replaceCommand } from "../../components/relaunch";
-import { TOOLS_FILE, toolsProgram } from "../../components/toolsProgram";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { RECORDS_DIR } from "../../components/plan/launches";
+import { clusterStatus, hostStatusScript, parseHostOutput, renderStatus } from "../../components/plan/status";
+import { launchUrn, memoryGateUrns, relaunchUrns, replaceCommand } from "../../components/plan/relaunch";
+import { TOOLS_FILE, toolsProgram } from "../../components/plan/toolsProgram";
 import { readStackFile, stackOwner } from "../../bin/plan-command";
 import { rawConfig } from "../fixtures";
 

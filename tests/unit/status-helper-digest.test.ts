@@ -7,10 +7,10 @@ import * as os from "os";
 import * as path from "path";
 import * as crypto from "crypto";
 import { spawnSync } from "child_process";
-import { parseSpec } from "../../components/spec";
-import { planCluster, toolsProgram } from "../../components/plan";
-import { TOOLS_FILE } from "../../components/toolsProgram";
-import { VERIFIED_RUN, clusterStatus, helperDigest, hostStatusScript, parseHostOutput, renderStatus } from "../../components/status";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster, toolsProgram } from "../../components/plan/plan";
+import { TOOLS_FILE } from "../../components/plan/toolsProgram";
+import { VERIFIED_RUN, clusterStatus, helperDigest, hostStatusScript, parseHostOutput, renderStatus } from "../../components/plan/status";
 import { rawConfig } from "../fixtures";
 
 function sandbox(fn: (dir: string) => void) {

@@ -1,7 +1,7 @@
 // spark-vllm status with vLLM loaded: the free figures per host and a warning line below 4 GiB (memory.py LOW_AFTER_LOAD_GIB).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ClusterStatus, renderStatus } from "../../components/status";
+import { ClusterStatus, renderStatus } from "../../components/plan/status";
 
 const running = { state: "running", pid: 812, uptimeSeconds: 600, servedModel: "qwen3.5-122b" };
 const status = (bWarning?: string): ClusterStatus => ({

@@ -9,10 +9,10 @@ import { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { clusterStatus, hostStatusScript, parseHostOutput, sshArgv } from "../../components/status";
-import { TOOLS_FILE, toolsProgram } from "../../components/toolsProgram";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { clusterStatus, hostStatusScript, parseHostOutput, sshArgv } from "../../components/plan/status";
+import { TOOLS_FILE, toolsProgram } from "../../components/plan/toolsProgram";
 import { clusterConfig, rawConfig } from "../fixtures";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -97,7 +97,7 @@ process.stdin.on("end", () => {
 const memory = { availableGiB: 60.2, totalGiB: 119.7 };
 /** The URN of a command of stack "two" under the component COMPONENT (tests/unit/fixtures/stack-urns.json's shape). */
 const urn = (component: string, name: string) => `urn:pulumi:two::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:${component}$command:remote:Command::${name}`;
-/** What relaunches vLLM on stack "two": every host's memory gate (components/relaunch.ts relaunchUrns). */
+/** What relaunches vLLM on stack "two": every host's memory gate (components/plan/relaunch.ts relaunchUrns). */
 const replaceGates = `pulumi up -s two --replace '${urn("ModelEndpoint", "spark-spark-a-memory")}' --replace '${urn("ModelEndpoint", "spark-spark-b-memory")}'`;
 const head = (vllm: object, health: number | null) =>
     ({ stdout: "spark-vllm-container running\n" + JSON.stringify({ host: "spark-a", vllm, health, raylet: true, memory }) + "\n" });

@@ -9,12 +9,12 @@ import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { plannedResources, COMMAND } from "../../components/resources";
-import { LaunchRecord, RECORDS_DIR, writeRecord } from "../../components/launches";
-import { script } from "../../components/scripts";
-import { resourceNames } from "../../components/naming";
+import { parseSpec } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { plannedResources, COMMAND } from "../../components/plan/resources";
+import { LaunchRecord, RECORDS_DIR, writeRecord } from "../../components/plan/launches";
+import { script } from "../../components/plan/scripts";
+import { resourceNames } from "../../components/plan/naming";
 import { containerShell } from "../harness/container-shell";
 import { rawConfig } from "../fixtures";
 

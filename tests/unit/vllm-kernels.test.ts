@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { looseIntersection, rulesFor, vllmKernelRuns, vllmKernelsFor } from "../../components/vllmKernels";
-import { imageKernelFor, imageQuantizationKernels, imagesCarrying, quantizationKernelProblem } from "../../components/imageKernels";
-import { KNOWN_IMAGES, lookupImage } from "../../components/images";
+import { looseIntersection, rulesFor, vllmKernelRuns, vllmKernelsFor } from "../../components/knowledge/vllmKernels";
+import { imageKernelFor, imageQuantizationKernels, imagesCarrying, quantizationKernelProblem } from "../../components/knowledge/imageKernels";
+import { KNOWN_IMAGES, lookupImage } from "../../components/knowledge/images";
 
 test("looseIntersection gives what vLLM's cmake/utils.cmake cuda_archs_loose_intersection gives (cmake -P on each release's file)", () => {
     // [release, SRC, TGT, the real function's output]

@@ -1,7 +1,7 @@
 // Real vLLM's argument parser judges every `vllm serve` argv the planner produces: each committed stack with each
 // backend (ray, mp head, mp headless workers, one host), with extraArgs, for the oldest and the newest vLLM of the
 // known-images table that PyPI carries (scripts/vllm-parsers.sh). And where vLLM and the extraArgs normaliser
-// (components/spec.ts) disagree on which options set something spark-vllm manages, vLLM wins.
+// (components/spec/spec.ts) disagree on which options set something spark-vllm manages, vLLM wins.
 //
 // NEEDS the venvs of scripts/vllm-parsers.sh (run it first; CI does): without them every test here fails and says so.
 import { test } from "node:test";
@@ -10,9 +10,9 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, SpecError, parseSpec, rawConfigFromStack } from "../../components/spec";
-import { planCluster } from "../../components/plan";
-import { supportsMultiNodeMp } from "../../components/images";
+import { MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, SpecError, parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { planCluster } from "../../components/plan/plan";
+import { supportsMultiNodeMp } from "../../components/knowledge/images";
 import { stackConfig } from "../harness/mocks";
 import { rawConfig } from "../fixtures";
 
@@ -102,7 +102,7 @@ for (const version of VERSIONS) {
         PLANNED.forEach((p, i) => {
             const v = results[i];
             if (p.multiNodeMp && supportsMultiNodeMp(version) === false) {
-                // components/images.ts: no --nnodes before 0.11.0 (the compat check refuses such an image for mp).
+                // components/knowledge/images.ts: no --nnodes before 0.11.0 (the compat check refuses such an image for mp).
                 // The real parser must agree, and name the multi-node flags.
                 if (v.ok || !/unrecognized arguments: .*--nnodes/.test(v.error ?? ""))
                     refused.push(`${p.label}: expected vLLM ${version} to refuse --nnodes, got ${JSON.stringify(v)}`);

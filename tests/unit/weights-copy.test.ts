@@ -4,11 +4,11 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { evaluateWithMocks, RecordedResource } from "../harness/mocks";
 import { clusterConfig } from "../fixtures";
-import { resourceNames } from "../../components/naming";
-import { parseSpec } from "../../components/spec";
-import { COPY_IDLE_SECONDS, planCluster } from "../../components/plan";
-import { COMMAND, PASSWORD, plannedResources } from "../../components/resources";
-import { workerCopyToken } from "../../components/copyToken";
+import { resourceNames } from "../../components/plan/naming";
+import { parseSpec } from "../../components/spec/spec";
+import { COPY_IDLE_SECONDS, planCluster } from "../../components/plan/plan";
+import { COMMAND, PASSWORD, plannedResources } from "../../components/plan/resources";
+import { workerCopyToken } from "../../components/plan/copyToken";
 import { execFileSync } from "child_process";
 import * as path from "path";
 

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { DIAGNOSIS_CATALOG } from "../../components/diagnosis";
+import { DIAGNOSIS_CATALOG } from "../../components/knowledge/diagnosis";
 
 const ROOT = path.join(__dirname, "..", "..");
 const load = (name: string) => yaml.load(fs.readFileSync(path.join(ROOT, ".github", "workflows", name), "utf8")) as any;

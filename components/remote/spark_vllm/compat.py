@@ -144,7 +144,7 @@ def ray_auth_warnings(ray_version):
     if version_tuple(ray_version) >= version_tuple(first):
         if not agent or version_tuple(ray_version) >= version_tuple(agent):
             return []
-        # Ray 2.52-2.53: the dashboard agent's HTTP server takes no token (components/images.ts [ray-agent])
+        # Ray 2.52-2.53: the dashboard agent's HTTP server takes no token (components/knowledge/images.ts [ray-agent])
         return ["the image's Ray %s checks the cluster's token everywhere but on its dashboard agent's HTTP server "
                 "(port 52365 on every host), whose job API runs any command a peer posts to it "
                 "(POST /api/job_agent/jobs/; Ray checks the token there from %s): admit only the fabric peers with "

@@ -1,5 +1,5 @@
 # CUDA facts of the image, read inside the container: does its PyTorch have kernels for this GPU, and does the
-# host's driver run its CUDA runtime? The rules mirror components/images.ts (cudaKernelsRunOn), which cites
+# host's driver run its CUDA runtime? The rules mirror components/knowledge/images.ts (cudaKernelsRunOn), which cites
 # them; tests/unit/images.test.ts cross-checks the two on the same cases.
 import re
 

@@ -1,4 +1,4 @@
-# The catalogs that cross from TypeScript (components/toolsProgram.ts toolsData()):
+# The catalogs that cross from TypeScript (components/plan/toolsProgram.ts toolsData()):
 # {"diagnosis": {"catalog", "syntax"[, "maxLineChars"]}, "firstVllm": {architecture: version}}.
 #
 # In the shipped file they are the global SPARK_VLLM_DATA, one generated line of JSON.
@@ -19,7 +19,7 @@ def data():
             path = os.environ.get("SPARK_VLLM_DATA_FILE")
             if not path:
                 raise RuntimeError("no SPARK_VLLM_DATA: run the joined spark_vllm_tools.py, or set SPARK_VLLM_DATA_FILE "
-                                   "to a JSON file holding toolsData() from components/toolsProgram.ts")
+                                   "to a JSON file holding toolsData() from components/plan/toolsProgram.ts")
             with open(path) as f:
                 _loaded.append(json.load(f))
     return _loaded[0]

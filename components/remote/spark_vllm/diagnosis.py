@@ -1,4 +1,4 @@
-# Root-cause finding in vLLM logs: the Python twin of components/diagnosis.ts, driven by
+# Root-cause finding in vLLM logs: the Python twin of components/knowledge/diagnosis.ts, driven by
 # the same catalog and line syntax (data()["diagnosis"]). tests/unit/diagnosis.test.ts
 # checks that both give the same answers on every fixture log.
 import re

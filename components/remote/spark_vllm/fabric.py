@@ -14,7 +14,7 @@
 # Convention of spark-vllm's helper program: progress lines on stdout, then ONE JSON object as
 # the last stdout line; on failure what is wrong and how to fix it on stderr, exit 1. The entry is
 # fabric_check(args) (args: the JSON object); joined into the helper program
-# (components/toolsProgram.ts) it shares one namespace with the other modules, so its own helpers
+# (components/plan/toolsProgram.ts) it shares one namespace with the other modules, so its own helpers
 # are _say/_fail and it binds no `main`.
 #
 # How NCCL's output is captured: the rank runs in a forked child (torch is imported only
@@ -455,7 +455,7 @@ def _wait(pid, out_log, deadline):
 
 
 def verdict_path(log_dir, rank):
-    """Where a passed check keeps its verdict: an update of the rank's command prints it again (components/plan.ts)."""
+    """Where a passed check keeps its verdict: an update of the rank's command prints it again (components/plan/plan.ts)."""
     return os.path.join(log_dir, "fabric-rank%d.json" % rank)
 
 

@@ -13,7 +13,7 @@ def image_id(argv):
 
 def pinned_key_options(host_key):
     """OpenSSH (>= 8.5) options that accept HOST_KEY ("<type> <base64>") and no other key, with no file: the same as the
-    Docker provider's (components/hostKeys.ts openSshPinnedKeyOptions, where the sources are cited). Without one, the
+    Docker provider's (components/spec/hostKeys.ts openSshPinnedKeyOptions, where the sources are cited). Without one, the
     head's own known_hosts decides, and batch mode refuses a host it does not know."""
     if not host_key:
         return []

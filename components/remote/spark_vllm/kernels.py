@@ -1,6 +1,6 @@
 # kernels: does the image's vLLM carry its own kernels for the checkpoint's quantization on this GPU? Asked of that vLLM
 # before launch. The GPU check (cuda.py) proves that PyTorch runs a kernel; vLLM's CUTLASS FP8 and NVFP4 kernels are
-# compiled separately, and a build for sm_120a runs on 12.0 only, not on the Spark's 12.1 (components/vllmKernels.ts
+# compiled separately, and a build for sm_120a runs on 12.0 only, not on the Spark's 12.1 (components/knowledge/vllmKernels.ts
 # derives which published images carry them; vllm-project/vllm#43367, #36835, #38484).
 #
 # What vLLM decides at load, in its own sources (PyPI sdists 0.10.1.1 … 0.33.0):
@@ -66,7 +66,7 @@ def kernel_verdict(model, method, scheme, vllm_version, capability, answers, ima
     Returns (problem or None, [warnings])."""
     cap_int = int(capability.replace(".", ""))
     known = " (known to carry it: %s)" % ", ".join(images_carrying) if images_carrying else ""
-    # Remedies that exist (cited in components/imageKernels.ts NATIVE_12_1_BUILDS / FP8_TRITON_FALLBACK): a vLLM built for
+    # Remedies that exist (cited in components/knowledge/imageKernels.ts NATIVE_12_1_BUILDS / FP8_TRITON_FALLBACK): a vLLM built for
     # 12.1 itself (eugr/spark-vllm-docker's Dockerfile: TORCH_CUDA_ARCH_LIST=12.1a on CUDA 13.0), NVIDIA's nvcr.io/nvidia/vllm
     # images (NVIDIA/dgx-spark-playbooks nvidia/vllm), or another quantization. VLLM_DISABLED_KERNELS is vLLM's own switch (vllm-project/vllm#43367),
     # which spark-vllm does not set: said as a fact, not a step.
@@ -156,7 +156,7 @@ def fp8_block_gemm(torch, ops):
     """The block-scaled FP8 GEMM vLLM runs for a block-FP8 checkpoint, as vllm-project/vllm#43367's reproducer calls it on a
     GB10 (fails with "Error Internal" in a 120a build, passes in a 12.1 one): m, n, k = 1, 16384, 5120, B transposed,
     scale_a (m, k/128), scale_b (k/128, n/128). It is not the per-tensor kernel's twin: the two are wrapped in different
-    device guards (components/vllmKernels.ts [sm120-guard]), and scaled_mm_helper.hpp dispatches to the blockwise one only
+    device guards (components/knowledge/vllmKernels.ts [sm120-guard]), and scaled_mm_helper.hpp dispatches to the blockwise one only
     when the scales are neither per-tensor nor per-token/channel (numel 1, m or n), which these are."""
     m, n, k = 1, 16384, 5120
     a = torch.ones(m, k, dtype=torch.bfloat16, device="cuda").to(torch.float8_e4m3fn)
@@ -185,7 +185,7 @@ def run_kernel(torch, kernel, call):
 
 def quantization_check(model, config, vllm_version, capability, images_carrying):
     """compat's call: (problem or None, warnings, facts for the JSON line). images_carrying: quantization → known images
-    whose vLLM carries its kernel on the Spark (components/imageKernels.ts, via data())."""
+    whose vLLM carries its kernel on the Spark (components/knowledge/imageKernels.ts, via data())."""
     method, scheme = checkpoint_quantization(config)
     facts = {"method": method, "scheme": scheme, "checked": False}
     if not method or scheme == "other" or not capability:

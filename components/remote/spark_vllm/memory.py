@@ -1,7 +1,7 @@
 # The memory gate before every vLLM launch. A Spark's GPU memory is the system's (128 GB unified). vLLM's start-up
 # check is free >= utilization x total (vllm/v1/worker/utils.py request_memory, called from gpu_worker.py: "Free
 # memory on device ... on startup is less than desired GPU memory utilization"), and what "free" is depends on the
-# image's vLLM (components/images.ts [uma-free]): before 0.11.1 CUDA's free figure, which leaves out the page cache,
+# image's vLLM (components/knowledge/images.ts [uma-free]): before 0.11.1 CUDA's free figure, which leaves out the page cache,
 # so right after 60-120 GB of weights were read vLLM refuses; from 0.11.1 on a GB10 (and from 0.20.0 on any
 # integrated GPU) MemorySnapshot takes psutil.virtual_memory().available (MemAvailable), where the page cache counts
 # as available. We flush the cache first all the same, as NVIDIA's vLLM playbook does (NVIDIA/dgx-spark-playbooks
@@ -67,7 +67,7 @@ def verdict(host, free_bytes, total_bytes, utilization):
 
 def startup_free_source(vllm_version, capability, integrated=None):
     """Which figure vLLM's start-up check takes as free: "mem-available" or "cuda-free" (the twin of
-    components/memory.ts vllmStartupFreeSource). A version that is not a release number gets CUDA's, the stricter."""
+    components/plan/memory.ts vllmStartupFreeSource). A version that is not a release number gets CUDA's, the stricter."""
     images = data().get("images", {})
     first, query = images.get("firstVllmWithUnifiedMemoryAvailable"), images.get("firstVllmWithIntegratedGpuQuery")
     uma = [list(c) for c in images.get("umaCapabilities", [])]
@@ -148,7 +148,7 @@ def memory_check(args):
 # After the weights load: vLLM holds its share (gpuMemoryUtilization x total) for weights and KV cache, and what is
 # left is all the OS, Docker, Ray and the page cache have (owners of two Sparks report free memory falling 17-19 GiB
 # right after loading, about the default headroom: issue 29). Below LOW_AFTER_LOAD_GIB a warning names the host:
-# 4 GiB is the planner's per-GPU runtime reserve (components/memory.ts MEMORY_DEFAULTS.reserveGiB, vLLM's profiled
+# 4 GiB is the planner's per-GPU runtime reserve (components/plan/memory.ts MEMORY_DEFAULTS.reserveGiB, vLLM's profiled
 # activation peak on a GB10), the swing a burst of requests or a log-heavy host can take out of unified memory
 # before the kernel's OOM killer picks the largest process: vLLM (docs/memory.md).
 LOW_AFTER_LOAD_GIB = 4.0

@@ -1,12 +1,12 @@
 # host-owner: which stack holds this host (issue 15, shared hosts). Every container spark-vllm creates carries its
-# owner's labels (components/ownership.ts); "since" is the container's Created time, which Docker records on the host
+# owner's labels (components/plan/ownership.ts); "since" is the container's Created time, which Docker records on the host
 # when the container is made (a time in a label would change every run). A host another stack holds is refused
 # before anything of ours is written or created, naming that stack, its model, since when, and the fix.
 import json
 
 from spark_vllm.common import fail, run, say
 
-# Keep in step with OWNER_LABELS in components/ownership.ts (tests/unit/ownership.test.ts checks).
+# Keep in step with OWNER_LABELS in components/plan/ownership.ts (tests/unit/ownership.test.ts checks).
 LABELS = {"project": "spark-vllm.project", "stack": "spark-vllm.stack", "model": "spark-vllm.model",
           "servedName": "spark-vllm.served-name"}
 
@@ -37,7 +37,7 @@ def other_holders(containers, owner):
             continue
         g = groups.setdefault(key, {"project": key[0], "stack": key[1], "model": None, "servedName": None, "since": None,
                                     "containers": []})
-        # The model is on every container, the served name on the endpoint proxy's (components/ownership.ts).
+        # The model is on every container, the served name on the endpoint proxy's (components/plan/ownership.ts).
         g["model"] = g["model"] or labels.get(LABELS["model"])
         g["servedName"] = g["servedName"] or labels.get(LABELS["servedName"])
         g["containers"].append((c.get("Name") or "").lstrip("/"))

@@ -94,7 +94,7 @@ def stat_start_time(stat):
 
 
 def process_state(pid_file, proc="/proc"):
-    """(pid, state) of the process a launch recorded as "PID STARTTIME" (components/scripts.ts detachedLaunch).
+    """(pid, state) of the process a launch recorded as "PID STARTTIME" (components/plan/scripts.ts detachedLaunch).
     A pid whose start time differs is another process that reused the number: the launched one has exited."""
     parts = (read_file(pid_file) or "").split()
     if not parts or not parts[0].isdigit():
@@ -151,7 +151,7 @@ def exit_headline(host, pid, seconds, first_check):
 
 def relaunch_advice(args):
     """What relaunches it: the launch succeeded and stays in the stack, and the command provider never reads a command
-    back, so a `pulumi up` with no change runs only this probe again (components/relaunch.ts)."""
+    back, so a `pulumi up` with no change runs only this probe again (components/plan/relaunch.ts)."""
     if not args.get("relaunch"):
         return []
     return ["a plain `pulumi up` runs only this probe again and does not relaunch vLLM; once the cause is fixed, "

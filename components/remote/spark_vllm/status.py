@@ -49,7 +49,7 @@ def memory_gib(proc="/proc"):
 
 
 # Asked of the cluster (the head's GCS), not of process names: the container's environment carries RAY_AUTH_MODE and
-# the token file's path (components/rayAuth.ts), so this client authenticates as the launches do.
+# the token file's path (components/plan/rayAuth.ts), so this client authenticates as the launches do.
 RAY_NODES = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
              "print(json.dumps([n.get('NodeManagerAddress') for n in ray.nodes() if n.get('Alive')]))")
 
@@ -101,7 +101,7 @@ def host_status_command(args):
 
 # ---------------------------------------------------------------------------------------------------- given-up
 # The launches the container's supervisor stopped relaunching (supervise.py give_up writes `<name>.failed` beside the
-# record). The records live in the container's own file system (components/launches.ts RECORDS_DIR), not under
+# record). The records live in the container's own file system (components/plan/launches.ts RECORDS_DIR), not under
 # logDir, so the host script streams them with `docker cp CONTAINER:DIR -`: a tar archive on stdout, for a running or a
 # stopped container alike (https://docs.docker.com/reference/cli/docker/container/cp/), its entries named under the
 # directory's base name, `launches/<file>` (moby daemon/archive_unix.go, docker-v29.6.1:

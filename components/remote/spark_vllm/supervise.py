@@ -1,7 +1,7 @@
-# The supervisor: the main process of every vLLM container (components/plan.ts containerPlan). It re-runs what the
+# The supervisor: the main process of every vLLM container (components/plan/plan.ts containerPlan). It re-runs what the
 # launch commands declared, so a rebooted host or a dead Ray/vLLM process comes back without a person.
 #
-# A launch (components/launches.ts) writes a record, RECORDS_DIR/<name>.json, after it started its process: the exact
+# A launch (components/plan/launches.ts) writes a record, RECORDS_DIR/<name>.json, after it started its process: the exact
 # argv, where its output goes, how to tell that it runs, what must run first. Never a secret: a secret the relaunch
 # needs is named by the 0600 file the launch already wrote it to (secretEnv). Deleting the launch removes the record
 # first, so a destroyed stack never comes back. The container's file system survives a reboot (Docker restarts the

@@ -1,4 +1,4 @@
-# The model's real size, before any download or launch, and whether it fits the hosts' memory (components/memory.ts is
+# The model's real size, before any download or launch, and whether it fits the hosts' memory (components/plan/memory.ts is
 # the preview's twin for catalog models; this one knows every model).
 #
 # Which files: the *.safetensors vLLM loads. With a model.safetensors.index.json, only the files its weight_map names
@@ -122,7 +122,7 @@ def hub_weight_bytes(model, token, endpoint=None, revision="main", timeout=30):
 def fit_problem(host, model, weight_bytes, nfiles, fit, where):
     """Why WEIGHT_BYTES cannot fit the GPUs FIT describes, with the figures; None when they fit.
     FIT: tensorParallelSize, pipelineParallelSize, gpuMemoryUtilization, usableGiB (per GPU), reserveGiB (per GPU).
-    The even split weights / (TP x PP) per GPU, as components/memory.ts planMemory; a Spark has one GPU, so per GPU is
+    The even split weights / (TP x PP) per GPU, as components/plan/memory.ts planMemory; a Spark has one GPU, so per GPU is
     per host."""
     ranks = fit["tensorParallelSize"] * fit["pipelineParallelSize"]
     total = weight_bytes / SIZE_GIB

@@ -7,7 +7,7 @@
 #
 # Anything else is 404; no request without `Authorization: Bearer <worker token>` gets past 401 (RFC 6750 §3). The
 # server holds the stack's copy token; each worker gets only its own token, derived from it (worker_token, mirrored by
-# components/copyToken.ts), so the token names the worker and a worker cannot report another one done.
+# components/plan/copyToken.ts), so the token names the worker and a worker cannot report another one done.
 #
 # Issue 30: a client has HEADER_SECONDS to present its token (request line and headers; a connection that sends
 # nothing is closed then), and /done takes exactly one plain Content-Length of at most DONE_BODY_MAX bytes (else 400,
@@ -44,7 +44,7 @@ WORKER_TOKEN_CONTEXT = "spark-vllm weights worker "
 
 
 def worker_token(token, host):
-    """The token of one worker: HMAC-SHA256 of its name under the copy token, hex (components/copyToken.ts)."""
+    """The token of one worker: HMAC-SHA256 of its name under the copy token, hex (components/plan/copyToken.ts)."""
     return hmac.new(token.encode("utf-8"), (WORKER_TOKEN_CONTEXT + host).encode("utf-8"), hashlib.sha256).hexdigest()
 
 

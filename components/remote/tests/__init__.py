@@ -3,7 +3,7 @@
 #   python3 -m unittest discover -s components/remote/tests -t components/remote
 #
 # The modules read the TypeScript catalogs through spark_vllm/data.py. Unless SPARK_VLLM_DATA_FILE
-# already names a JSON file, this writes toolsData() (components/toolsProgram.ts) to a temporary
+# already names a JSON file, this writes toolsData() (components/plan/toolsProgram.ts) to a temporary
 # one with the repository's node and tsx, so the tests always see the current catalogs.
 import atexit
 import os
@@ -24,7 +24,7 @@ def scratch_dir(test):
 
 def _write_data():
     node = os.path.join(ROOT, "node_modules", ".bin", "node")
-    script = "process.stdout.write(JSON.stringify(require('./components/toolsProgram').toolsData()))"
+    script = "process.stdout.write(JSON.stringify(require('./components/plan/toolsProgram').toolsData()))"
     out = subprocess.run([node if os.path.exists(node) else "node", "--import", "tsx", "-e", script],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     fd, path = tempfile.mkstemp(prefix="spark-vllm-data-", suffix=".json")

@@ -184,7 +184,7 @@ class Compat(unittest.TestCase):
             self.assertFalse(any(line.startswith("warning:") for line in out))
 
     def test_a_ray_whose_dashboard_agent_takes_no_token_is_a_warning_naming_the_job_api(self):
-        # Ray 2.52.0-2.53.0: token authentication, but not on the dashboard agent's HTTP server (components/images.ts [ray-agent])
+        # Ray 2.52.0-2.53.0: token authentication, but not on the dashboard agent's HTTP server (components/knowledge/images.ts [ray-agent])
         vllm = fake_vllm("0.17.1", ["Qwen3_5MoeForConditionalGeneration"])
         for version in ("2.52.0", "2.53.0"):
             code, out, err = self.compat_with(vllm, dict(self.args, backend="ray"), ray=fake_ray(version))

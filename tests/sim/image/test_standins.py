@@ -395,7 +395,7 @@ class StandIns(unittest.TestCase):
 
     def test_9_page_cache_flush_and_held_memory(self):
         # the page cache eats CUDA's free figure: vLLM before 0.11.1 takes that one and refuses (vllm/v1/worker/utils.py
-        # request_memory); from 0.11.1 a GB10's free figure is MemAvailable, where the page cache counts (components/images.ts [uma-free])
+        # request_memory); from 0.11.1 a GB10's free figure is MemAvailable, where the page cache counts (components/knowledge/images.ts [uma-free])
         self.set_faults(page_cache_gib=20)
         r = self.head.py("import simcommon as sc, json, psutil; print(json.dumps(sc.gpu_memory())); print(sc.mem_get_info()); "
                          "print(round(psutil.virtual_memory().available / 2**30, 2))")
@@ -623,7 +623,7 @@ class VllmOpsStandIn(unittest.TestCase):
     FP4 = "print(json.dumps([ops.cutlass_scaled_mm_supports_fp4(121), run(lambda: ops.scaled_fp4_quant(x, s))]))"
 
     def test_the_fp8_queries_answer_by_cuda_alone_and_the_gemm_fails_where_its_sm120_target_does_not_run(self):
-        # vLLM 0.17.1's arm64 image: CUDA 12.9.1, SM120 kernels for sm_120a (components/vllmKernels.ts)
+        # vLLM 0.17.1's arm64 image: CUDA 12.9.1, SM120 kernels for sm_120a (components/knowledge/vllmKernels.ts)
         cu129 = {"version": "0.17.1", "cuda": "12.9", "vllm_kernels": {"cuda": "12.9.1", "scaled_mm_sm120": ["sm_120a"], "nvfp4_sm120": ["sm_120a"]}}
         self.assertEqual(self.ops(cu129, self.GEMM), [True, True, "RuntimeError: Error Internal"])
         cu130 = {"version": "0.17.1", "vllm_kernels": {"cuda": "13.0.1", "scaled_mm_sm120": ["sm_120f"], "nvfp4_sm120": ["sm_120f"]}}

@@ -30,7 +30,7 @@ DEFAULT_RELEASE = {
 
 # ---------------------------------------------------------------- GPU model (a DGX Spark's GB10)
 #
-# Facts (cited in components/images.ts and components/memory.ts):
+# Facts (cited in components/knowledge/images.ts and components/plan/memory.ts):
 # - CUDA reports 121.69 GiB total on a Spark ("Free memory on device cuda:0 (104.5/121.69 GiB) ..."); free memory
 #   is free *system* memory: the page cache and other processes count as used (unified memory).
 # - GB10 is compute capability 12.1; the DGX OS driver here is 580.95.05 (CUDA 13.0), as the sim's nvidia-smi says.
@@ -40,7 +40,7 @@ GPU_CAPABILITY = (12, 1)
 GPU_NAME = "NVIDIA GB10"
 DRIVER_VERSION = "580.95.05"
 # driver branch -> CUDA version it ships with (CUDA toolkit release notes); minimum driver per CUDA major under
-# minor-version compatibility (CUDA Compatibility guide). Same tables as components/images.ts.
+# minor-version compatibility (CUDA Compatibility guide). Same tables as components/knowledge/images.ts.
 DRIVER_BRANCH_CUDA = [(525, (12, 0)), (530, (12, 1)), (535, (12, 2)), (545, (12, 3)), (550, (12, 4)),
                       (555, (12, 5)), (560, (12, 6)), (570, (12, 8)), (575, (12, 9)), (580, (13, 0)),
                       (590, (13, 1))]
@@ -147,7 +147,7 @@ def mem_available_gib():
 def vllm_startup_free_gib(vllm_version, cap=None):
     """The free figure real vLLM's start-up check takes (MemorySnapshot.measure, vllm/utils/mem_utils.py): CUDA's before
     0.11.1; MemAvailable (psutil) from 0.11.1 on capability 8.7/11.0/12.1, from 0.20.0 on any integrated GPU (a sim
-    GB10 is one). components/images.ts [uma-free] cites the releases."""
+    GB10 is one). components/knowledge/images.ts [uma-free] cites the releases."""
     cap = tuple(cap or GPU_CAPABILITY)
     v = _ver(vllm_version, 3)
     if v >= (0, 11, 1) and cap in ((8, 7), (11, 0), (12, 1)):
@@ -223,7 +223,7 @@ def kernels_for_device(cap=GPU_CAPABILITY):
 
 
 def _runs_on(targets, cap=GPU_CAPABILITY):
-    """Does any SASS target (sm_XY[a|f]) of a kernel run on the GPU? CUDA's rule (components/images.ts cudaKernelsRunOn):
+    """Does any SASS target (sm_XY[a|f]) of a kernel run on the GPU? CUDA's rule (components/knowledge/images.ts cudaKernelsRunOn):
     sm_XYa only on exactly X.Y, sm_XY / sm_XYf on X.y with y >= Y."""
     major, minor = cap
     return any(k == "sass" and M == major and (m == minor if v == "a" else m <= minor)
@@ -233,7 +233,7 @@ def _runs_on(targets, cap=GPU_CAPABILITY):
 def vllm_kernels():
     """How the stand-in vLLM's own CUTLASS kernels were compiled: release.json vllm_kernels = {"cuda": "12.9.1",
     "scaled_mm_sm120": ["sm_120a"], "nvfp4_sm120": [...], "nvfp4_sm100": [...]} (the SASS targets of each kernel family, as
-    components/vllmKernels.ts derives them from a release's CMake rules). Without it: a build with the image's CUDA whose
+    components/knowledge/vllmKernels.ts derives them from a release's CMake rules). Without it: a build with the image's CUDA whose
     arch list has 12.x SASS gets the SM120 kernels vLLM's CMake gives a plain 12.0: sm_120f from CUDA 13.0, sm_120a before
     (CMakeLists.txt SCALED_MM_ARCHS / FP4_ARCHS, vLLM 0.11.1-0.33.0)."""
     given = release().get("vllm_kernels")

@@ -9,7 +9,7 @@
 - cutlass_scaled_mm: scaled_mm_entry.cu dispatch: the SM120 kernels for capability >= 120 when built (CUTLASS_CHECK of a
   kernel that cannot launch: "Error Internal", cutlassGetStatusString(kErrorInternal)), else down to the c2x kernels,
   whose sm80 path checks TORCH_CHECK(a.dtype() == torch::kInt8) (scaled_mm_c2x.cu).
-- The SM120 FP8 GEMMs' device guards (components/vllmKernels.ts [sm120-guard]): a kernel wrapped in enable_sm120_only
+- The SM120 FP8 GEMMs' device guards (components/knowledge/vllmKernels.ts [sm120-guard]): a kernel wrapped in enable_sm120_only
   traps in a cubin not compiled for exactly 12.0 (a sm_121/sm_121a one, which a 12.1 GPU loads when the build has it):
   the block GEMM up to 0.14.0, the per-tensor one from 0.17.1 to 0.20.1 (read 0.10.1.1-0.33.0; unread releases take the
   nearest older reading). The trap is a device-side `trap` after printf, so the launch fails as cudaErrorLaunchFailure

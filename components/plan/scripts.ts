@@ -52,7 +52,7 @@ const START_TIME = (pid: string) => `sed 's/.*) //' /proc/${pid}/stat 2>/dev/nul
 export function detachedLaunch(argv: readonly string[], log: string, pidFile: string): string[] {
     return [
         `if [ -f ${shq(log)} ]; then mv -f ${shq(log)} ${shq(`${log}.prev`)}; fi`,
-        // fd 9 closed: the launch holds the records' lock on it (components/launches.ts LOCK_FD), the process must not.
+        // fd 9 closed: the launch holds the records' lock on it (components/plan/launches.ts LOCK_FD), the process must not.
         `setsid ${argvLine(argv)} > ${shq(log)} 2>&1 < /dev/null 9>&- &`,
         `echo "$! $(${START_TIME("$!")})" > ${shq(pidFile)}`,
     ];

@@ -1,9 +1,9 @@
 // spec → plan: every container, environment, command line and probe as plain data.
 // Pure and deterministic: no Pulumi, no clock, no randomness. Components consume it.
 import * as zlib from "zlib";
-import { ClusterSpec, HostSpec } from "./spec";
+import { ClusterSpec, HostSpec } from "../spec/spec";
 import { argvLine, dockerExec, dockerExecScript, detachedLaunch, ifContainerRunning, pidFromFile, script, shq, stopByPidFile, withTimeout } from "./scripts";
-import { findModel } from "./catalog";
+import { findModel } from "../knowledge/catalog";
 import { MEMORY_DEFAULTS } from "./memory";
 import { TOOLS_FILE, toolsProgram } from "./toolsProgram";
 import { containerName } from "./naming";
@@ -29,7 +29,7 @@ export interface CommandPlan {
     update?: string;
     /**
      * Which secret, if any, is piped to the command's stdin (its first line; weightsToken: head-then-copy's copy token;
-     * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/givenTls.ts).
+     * tlsFiles: endpoint.tls "given"'s chain and key, two base64 lines, components/spec/givenTls.ts).
      */
     stdin?: "apiKey" | "hfToken" | "rayToken" | "weightsToken" | "tlsFiles";
     /** Upper bound enforced with `timeout` on the host, in seconds. */
@@ -115,7 +115,7 @@ export interface ClusterPlan {
     endpointProbe: CommandPlan;
     /** After the endpoint probe, a short streamed load on the head (probes.serving); undefined when skipped. */
     servingProof?: CommandPlan;
-    /** The reverse proxy on the head that publishes vllm.port (components/proxyPlan.ts). */
+    /** The reverse proxy on the head that publishes vllm.port (components/plan/proxyPlan.ts). */
     proxy: ProxyPlan;
     /** http(s)://<head ssh host>:<port>/v1: the proxy's address; https when endpoint.tls is set. */
     endpoint: string;
@@ -195,7 +195,7 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Ow
         name: containerName(host.name),
         image: spec.image.reference,
         platform: host.platform,
-        // The owner in every process docker exec starts there (components/ownership.ts).
+        // The owner in every process docker exec starts there (components/plan/ownership.ts).
         env: [...containerEnv(spec, host), ...(owner ? [ownerEnv(owner)] : [])],
         mounts: [sameDir(spec.model.cacheDir), sameDir(spec.logDir)],
         devices: host.fabric.hcas.length > 0 ? [sameDir("/dev/infiniband")] : [],
@@ -215,7 +215,7 @@ function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Ow
         ipcMode: "host",
         gpus: "all",
         init: true,
-        // The main process is the supervisor (components/launches.ts): Ray and vLLM are started by docker exec, each
+        // The main process is the supervisor (components/plan/launches.ts): Ray and vLLM are started by docker exec, each
         // its own declared command, and the supervisor runs them again from their records after a reboot or a crash.
         ...supervisorEntrypoint(toolsPath(spec)),
         labels: [
@@ -333,9 +333,9 @@ function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string, packed
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
             `chmod 700 ${dir} || exit 1`,
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
-            // A host another stack holds is refused before its logDir gets our program (components/ownership.ts).
+            // A host another stack holds is refused before its logDir gets our program (components/plan/ownership.ts).
             `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}sum=$(sha256sum "$tmp" | cut -d' ' -f1) && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
-            // The container's supervisor runs only the program whose sha256 is pinned in it (components/verifiedRun.ts).
+            // The container's supervisor runs only the program whose sha256 is pinned in it (components/plan/verifiedRun.ts).
             ...pinTools(containerName(host.name), "sum"),
         ]),
         delete: owner ? script([
@@ -468,7 +468,7 @@ function gcsReachable(head: string, port: number): string[] {
  * Starts Ray in a host's container. The cluster's token comes on stdin and goes into a private file in the container
  * before `ray start` (rayAuth.ts), which the container's RAY_AUTH_MODE/RAY_AUTH_TOKEN_PATH point every Ray process at.
  * Under the records' lock: the old record goes, a Ray left by a failed earlier `up` is stopped (create is repeatable),
- * Ray starts, and the record the supervisor relaunches from is written (components/launches.ts).
+ * Ray starts, and the record the supervisor relaunches from is written (components/plan/launches.ts).
  */
 function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: Role): CommandPlan {
     const stop = ifContainerRunning(container, withTimeout(60, dockerExecScript(container, script([
@@ -487,7 +487,7 @@ function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: R
             "set -e", ...lockRecords(),
             `old_token=$(cat ${shq(RAY_TOKEN_FILE)} 2>/dev/null || true)`,
             ...installRayToken(),
-            // Idempotent by content: the same Ray, running, with the same token, is kept (components/launches.ts).
+            // Idempotent by content: the same Ray, running, with the same token, is kept (components/plan/launches.ts).
             ...keepIfSame(record, { running: commRunning(record.process!), secret: { variable: "old_token", file: RAY_TOKEN_FILE } }),
             ...removeRecord("ray"),
             "ray stop --force >/dev/null 2>&1 || true",
@@ -523,7 +523,7 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
         ...(vllm.backend === "ray" ? ["--distributed-executor-backend", "ray"] : []),
         ...multiNode,
         // vLLM answers only on the head's loopback; the endpoint proxy publishes vllm.port and guards every path
-        // (components/proxyPlan.ts). extraArgs cannot move either (spec.ts MANAGED_VLLM_FLAGS).
+        // (components/plan/proxyPlan.ts). extraArgs cannot move either (spec.ts MANAGED_VLLM_FLAGS).
         "--host", "127.0.0.1",
         "--port", String(vllm.internalPort),
         // The API key on every path but /health, for the head's own accounts too (vLLM's --api-key guards only /v1):
@@ -565,7 +565,7 @@ const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-serve.log`
  * Starts `vllm serve` detached in a host's container. The head's reads the API key from stdin (never in command
  * text, diffs or errors) into a 0600 file in the container, which a relaunch reads it from; an mp worker's is headless
  * and serves no API. Under the records' lock: the old record goes, a server left by a failed earlier `up` is stopped
- * (the port is free and create is repeatable), vLLM starts, and the record is written (components/launches.ts).
+ * (the port is free and create is repeatable), vLLM starts, and the record is written (components/plan/launches.ts).
  */
 function vllmLaunch(spec: ClusterSpec, host: HostSpec, serveArgv: string[], serves: boolean): CommandPlan {
     const { log, pidFile } = vllmFiles(spec);
@@ -585,7 +585,7 @@ function vllmLaunch(spec: ClusterSpec, host: HostSpec, serveArgv: string[], serv
         "set -e",
         ...lockRecords(),
         ...(serves ? [`old_key=$(cat ${API_KEY_FILE} 2>/dev/null || true)`, ...installApiKey()] : []),
-        // Idempotent by content: the same vLLM, running and healthy, with the same key, is kept (components/launches.ts).
+        // Idempotent by content: the same vLLM, running and healthy, with the same key, is kept (components/plan/launches.ts).
         ...keepIfSame(record, { running: pidFileRunning(pidFile), ...(serves ? { secret: { variable: "old_key", file: API_KEY_FILE } } : {}) }),
         ...removeRecord("vllm"),
         // vLLM would copy VLLM_API_KEY and the head's per-host fabric settings to every Ray worker: list them in vLLM's

@@ -58,7 +58,7 @@
 //                  '8.0 8.7 8.9 9.0 10.0 11.0 12.0'. .buildkite/scripts/annotate-release.sh (0.17.1–0.20.0; 0.33.0
 //                  publish-release-images.sh): vllm/vllm-openai:vX is the manifest of vX-x86_64 and vX-aarch64, and
 //                  vX-cu130 (0.17.1–0.19.0) the one of the CUDA 13.0 builds. What vLLM's CUTLASS kernels for 12.x then are
-//                  is components/vllmKernels.ts (sm_120a from a CUDA 12.9 build: not on 12.1; sm_120f from CUDA 13: on 12.1).
+//                  is components/knowledge/vllmKernels.ts (sm_120a from a CUDA 12.9 build: not on 12.1; sm_120f from CUDA 13: on 12.1).
 //   [uma-free]     vLLM's start-up free memory on an integrated GPU: MemorySnapshot.measure (vllm/utils/mem_utils.py) replaces
 //                  torch.cuda.mem_get_info()'s free figure by psutil.virtual_memory().available (MemAvailable) on
 //                  compute capability (8,7), (11,0), (12,1) from vllm-0.11.1 (vllm-0.11.0's MemorySnapshot in
@@ -120,7 +120,7 @@ export interface KnownImage {
     archList?: string[];
     /**
      * How vLLM's own CUDA kernels were compiled in the arm64 image (CUDA and TORCH_CUDA_ARCH_LIST of the build) [vllm-release]:
-     * what decides its CUTLASS kernels for 12.x (components/vllmKernels.ts). undefined: not published.
+     * what decides its CUTLASS kernels for 12.x (components/knowledge/vllmKernels.ts). undefined: not published.
      */
     vllmBuild?: { cuda: string; torchCudaArchList: string };
     /** Ray: present (with version when known), absent, or undefined when no source says. */
@@ -402,7 +402,7 @@ export interface ImageFacts {
 export type Backend = "ray" | "mp" | "single";
 
 export interface ImageProblem {
-    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, ray-agent-open, mp-unsupported, quantization-kernel (components/imageKernels.ts). */
+    /** Stable slugs: cuda-kernel-image, cuda-driver, ray-missing, ray-no-token-auth, ray-agent-open, mp-unsupported, quantization-kernel (components/knowledge/imageKernels.ts). */
     kind: "cuda-kernel-image" | "cuda-driver" | "ray-missing" | "ray-no-token-auth" | "ray-agent-open" | "mp-unsupported" | "quantization-kernel";
     /** error: it will not serve; warning: it serves, but insecurely or degraded. */
     severity: "error" | "warning";
@@ -453,7 +453,7 @@ export interface BackendChoice {
  */
 export function defaultBackend(reference: string | undefined): BackendChoice {
     const row = reference ? lookupImage(reference) : undefined;
-    if (!row) return { backend: "ray", reason: "not set; the image is not in the known-images table (components/images.ts): ray, the default before images dropped it" };
+    if (!row) return { backend: "ray", reason: "not set; the image is not in the known-images table (components/knowledge/images.ts): ray, the default before images dropped it" };
     if (row.ray?.present === false)
         return { backend: "mp", reason: `not set; ${row.reference} ships no Ray (${row.sources[0]}): vLLM's own multi-node launch` };
     if (row.ray?.present) return { backend: "ray", reason: `not set; ${row.reference} ships Ray` };

@@ -306,7 +306,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         path: "vllm.backend",
         type: "string",
         required: false,
-        defaultText: "two or more hosts: mp when the image is known to ship no Ray (components/images.ts), else ray; one host is always plain `vllm serve`",
+        defaultText: "two or more hosts: mp when the image is known to ship no Ray (components/knowledge/images.ts), else ray; one host is always plain `vllm serve`",
         values: ["ray", "mp"],
         example: "mp",
         description: "How the hosts run one model. `ray`: a Ray head and workers, `--distributed-executor-backend ray` (the image must ship Ray; vLLM images dropped it from 0.18). `mp`: vLLM's own multi-node launch, one `vllm serve` per host with `--nnodes/--node-rank/--master-addr/--master-port`, `--headless` on all but the head, no Ray (vLLM 0.11.1 or newer). Not allowed with one host.",

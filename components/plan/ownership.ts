@@ -5,7 +5,7 @@
 // program's install, before it writes anything) lists the host's labelled containers and refuses a host that
 // another stack holds (components/remote/spark_vllm/ownership.py). "Since when" is not a label: a time in an
 // input would make every run a change. Docker records it on the host at create (the container's `Created`).
-import { ClusterSpec } from "./spec";
+import { ClusterSpec } from "../spec/spec";
 
 /** The Pulumi project and stack a cluster belongs to (pulumi.getProject() / pulumi.getStack()). */
 export interface Owner {

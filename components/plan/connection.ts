@@ -1,7 +1,7 @@
 // How the hosts are reached: the SSH connection of every remote command and the Docker provider's SSH options.
 // Pure: no Pulumi (the components pass the connection to remote.Command, adding the private key).
-import { HostSpec } from "./spec";
-import { openSshPinnedKeyOptions } from "./hostKeys";
+import { HostSpec } from "../spec/spec";
+import { openSshPinnedKeyOptions } from "../spec/hostKeys";
 
 /** A remote command's SSH connection, as @pulumi/command's remote.Command takes it (types.input.remote.ConnectionArgs). */
 export interface SshConnection {
@@ -43,7 +43,7 @@ export const DOCKER_SSH_OPTS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"
 
 /**
  * The Docker provider's `sshOpts` for a host: OpenSSH, so without a pinned key it checks ~/.ssh/known_hosts (batch
- * mode: an unknown key fails); with one, it accepts that key only (components/hostKeys.ts openSshPinnedKeyOptions).
+ * mode: an unknown key fails); with one, it accepts that key only (components/spec/hostKeys.ts openSshPinnedKeyOptions).
  */
 export function dockerSshOpts(host: HostSpec): string[] {
     return [...DOCKER_SSH_OPTS, ...(host.ssh.hostKey !== undefined ? openSshPinnedKeyOptions(host.ssh.hostKey) : [])];

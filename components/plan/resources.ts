@@ -5,7 +5,7 @@
 // policies' offline verdicts) reads the same entries.
 import * as crypto from "crypto";
 import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
-import { HostSpec } from "./spec";
+import { HostSpec } from "../spec/spec";
 import { SshConnection, dockerSshOpts, sshConnection, sshTarget } from "./connection";
 import { CLUSTER, ResourceNames, resourceNames } from "./naming";
 
@@ -83,7 +83,7 @@ export interface PlannedResourcesOptions {
 }
 
 const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex");
-/** The endpoint proxy's docker.Container inputs (components/proxyPlan.ts), with the pull's repo digest as image. */
+/** The endpoint proxy's docker.Container inputs (components/plan/proxyPlan.ts), with the pull's repo digest as image. */
 export type ProxyContainerInputs = ClusterPlan["proxy"]["container"] & { image: string };
 
 /** The repo digest a pull of the reference reports: repository@digest. */
@@ -108,7 +108,7 @@ export function containerInputs(c: ContainerPlan, image: string) {
         mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
         labels: c.labels.map(([label, value]) => ({ label, value })),
         // Started again when the host's dockerd starts (a reboot), unless someone stopped it; its main process, the
-        // supervisor, then relaunches Ray and vLLM (components/launches.ts). Updates in place (DESIGN.md, "Facts learned
+        // supervisor, then relaunches Ray and vLLM (components/plan/launches.ts). Updates in place (DESIGN.md, "Facts learned
         // from real sources": init, restart, mustRun, destroyGraceSeconds update in place).
         restart: "unless-stopped",
         mustRun: true,
@@ -143,7 +143,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
             ...(c.delete || wiring.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
         });
     // A launch also carries its SSH target: @pulumi/command only updates on a connection change, which
-    // would run create beside the process already running (components/connection.ts sshTarget).
+    // would run create beside the process already running (components/plan/connection.ts sshTarget).
     const launch = (host: HostSpec) => [sshTarget(host)];
 
     const head = plan.head.host;
@@ -153,7 +153,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
 
     if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {}, secretDigest: "apiKey" });
     else add({ name: n.of("api-key"), type: PASSWORD, inputs: { length: 40, special: false } });
-    // Ray backend: the cluster's Ray token (components/rayAuth.ts), only ever on the Ray launches' stdin.
+    // Ray backend: the cluster's Ray token (components/plan/rayAuth.ts), only ever on the Ray launches' stdin.
     if (plan.backend === "ray") add({ name: n.of("ray-token"), type: PASSWORD, inputs: { length: 40, special: false } });
 
     // 1. Hosts: Docker provider, helper program, facts. Checked in parallel; nothing else starts before all pass.
@@ -243,7 +243,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
     const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
-    // 7b. The endpoint proxy on the head (components/proxyPlan.ts): its image, the generated certificate (tls
+    // 7b. The endpoint proxy on the head (components/plan/proxyPlan.ts): its image, the generated certificate (tls
     // "generated"), the configuration with the key (from stdin; re-written and the proxy restarted when the key
     // changes), then nginx. It needs nothing of vLLM: it answers 502 until vLLM listens.
     const proxy = plan.proxy;

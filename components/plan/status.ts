@@ -11,7 +11,7 @@ import { helperDigest, verifiedTools } from "./verifiedRun";
 /** The line the host script prints when the helper program in logDir is not the one this plan places. */
 const REFUSED_LINE = "spark-vllm-helper-refused ";
 
-// Issue 30: only the helper program the plan places is run (components/verifiedRun.ts); re-exported for the tests.
+// Issue 30: only the helper program the plan places is run (components/plan/verifiedRun.ts); re-exported for the tests.
 export { VERIFIED_RUN, helperDigest, verifiedTools } from "./verifiedRun";
 
 /** The first line the host script prints: the container's state (`docker inspect` .State.Status, or absent). */
@@ -140,7 +140,7 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         const s = plan.hosts.find(h => h.host.name === r.host)!.host.ssh;
         return `ssh -p ${s.port} ${s.user}@${s.host}`;
     };
-    // What relaunches a launch (components/relaunch.ts): a plain `up` cannot, the command provider never reads one back.
+    // What relaunches a launch (components/plan/relaunch.ts): a plain `up` cannot, the command provider never reads one back.
     const owner = { project, stack };
     const up = replaceCommand(owner, []);
     const urns = (host: string, launch: string) =>

@@ -43,7 +43,7 @@ export function quantizationKernelProblem(image: KnownImage, quantization: Quant
         message: `${model} is ${quantization}, but ${image.reference}: ${k.reason}. ${quantization === "fp8"
             ? "vLLM runs block-quantized FP8 checkpoints through that kernel (and per-tensor FP8 where FlashInfer is absent)"
             : "vLLM quantizes NVFP4 activations with its own kernel from that build for its CUTLASS and FlashInfer-CUTLASS GEMMs (only its Marlin fallback avoids it)"}, and the model then fails at its first forward pass, after loading` +
-            `. Remediation: use an image that carries it (${carrying.join(", ") || "none in components/images.ts"}) or ${NATIVE_12_1_BUILDS}, ` +
+            `. Remediation: use an image that carries it (${carrying.join(", ") || "none in components/knowledge/images.ts"}) or ${NATIVE_12_1_BUILDS}, ` +
             `or a checkpoint of another quantization (BF16)${quantization === "fp8" ? `; ${FP8_TRITON_FALLBACK}` : ""}; \`up\` runs the kernel on the head before launch (compat)`,
     };
 }
@@ -54,7 +54,7 @@ export function quantizationKernelProblem(image: KnownImage, quantization: Quant
  * (eugr/spark-vllm-docker#143). NVIDIA's vLLM container for the Spark: nvcr.io/nvidia/vllm, which NVIDIA's DGX Spark
  * playbook runs (NVIDIA/dgx-spark-playbooks nvidia/vllm/README.md); pypi dgx-spark-vllm calls the 25.09 one's environment
  * a "Pre-built vLLM environment for NVIDIA DGX Spark (GB10, sm_121)" with "patches for Blackwell support"
- * [images.ts ngc-25.09, playbook]. Neither publishes a per-kernel arch list, so components/images.ts claims nothing
+ * [images.ts ngc-25.09, playbook]. Neither publishes a per-kernel arch list, so components/knowledge/images.ts claims nothing
  * about their kernels, and the message does not say they carry this one.
  */
 export const NATIVE_12_1_BUILDS = "a vLLM built for 12.1 itself (eugr/spark-vllm-docker builds it with TORCH_CUDA_ARCH_LIST=12.1a on CUDA 13.0) " +
@@ -64,7 +64,7 @@ export const NATIVE_12_1_BUILDS = "a vLLM built for 12.1 itself (eugr/spark-vllm
  * vllm-project/vllm#43367: VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel makes vLLM select
  * TritonFp8BlockScaledMMKernel for block FP8. The class exists in the 0.20.0 and 0.33.0 sources read, not in 0.19.0
  * (vllm/model_executor/kernels/linear/scaled_mm/cutlass.py). spark-vllm has no setting for the vLLM container's environment
- * (components/configSchema.ts), so this is said as a fact about vLLM, not as a step.
+ * (components/spec/configSchema.ts), so this is said as a fact about vLLM, not as a step.
  */
 export const FP8_TRITON_FALLBACK = "vLLM itself (0.20.0 and later) skips that kernel for block FP8 under " +
     "VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel and uses its Triton kernel (vllm-project/vllm#43367), which spark-vllm has no setting for";

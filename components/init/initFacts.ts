@@ -1,5 +1,5 @@
 // `spark-vllm init`, part one: the read-only script that gathers one host's facts over SSH, and the pure parser that
-// turns its output into typed facts. The choices are in components/initChoose.ts; the SSH calls in bin/init-command.ts.
+// turns its output into typed facts. The choices are in components/init/initChoose.ts; the SSH calls in bin/init-command.ts.
 //
 // Sources, by the short names used below:
 //   [ibdev2netdev] Mellanox/mlnx-tools ofed_scripts/ibdev2netdev: a ConnectX netdev is one whose
@@ -19,7 +19,7 @@
 //   [hf-cache]     huggingface_hub "Understand caching": <cache>/hub/models--<org>--<name>/{blobs,refs,snapshots}
 //                  (as components/remote/spark_vllm/weights.py reads it).
 import { createHash } from "crypto";
-import { script, shq } from "./scripts";
+import { script, shq } from "../plan/scripts";
 
 /** The line that opens each section of the script's output. */
 export const SECTION = "@@spark-vllm-init ";

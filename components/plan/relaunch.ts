@@ -3,7 +3,7 @@
 // number of `pulumi up`s with no change. `pulumi up --replace URN` replaces a resource whatever its inputs
 // (pulumi/pulumi pkg/resource/deploy/step_generator.go isTargetedReplace) and may be given several times; a URN not
 // in the stack fails the whole up before anything runs (deployment_executor.go checkTargets). Which URNs:
-// components/resources.ts section 8 — every host's memory gate (delete-before-replace: stops vLLM, drops the page
+// components/plan/resources.ts section 8 — every host's memory gate (delete-before-replace: stops vLLM, drops the page
 // cache, checks free memory) is in the vLLM launch's replacedBy, every headless launch follows the head's, and the
 // probe follows the launches; a host's Ray launch is in the Ray probe's replacedBy, which the gates follow.
 // The endpoint probe (plan.ts) and `spark-vllm status` (status.ts) print these; tests/e2e/relaunch.test.ts runs them.
@@ -24,18 +24,18 @@ function commandUrn(owner: Owner, parent: keyof typeof PARENTS, name: string): s
     return `urn:pulumi:${owner.stack}::${owner.project}::${PARENTS[parent]}$command:remote:Command::${name}`;
 }
 
-/** Every host's memory gate (components/resources.ts section 8), in the hosts' order. */
+/** Every host's memory gate (components/plan/resources.ts section 8), in the hosts' order. */
 export function memoryGateUrns(owner: Owner, hosts: string[]): string[] {
     const n = resourceNames();
     return hosts.map(h => commandUrn(owner, "ModelEndpoint", n.host(h, "memory")));
 }
 
-/** A host's helper program install (components/plan.ts toolsInstall): replacing it writes the program and its pin again. */
+/** A host's helper program install (components/plan/plan.ts toolsInstall): replacing it writes the program and its pin again. */
 export function toolsUrn(owner: Owner, host: string): string {
     return commandUrn(owner, "SparkHost", resourceNames().host(host, "tools"));
 }
 
-/** The command whose `create` wrote a host's launch record (components/launches.ts LaunchRecord.name); undefined for another name. */
+/** The command whose `create` wrote a host's launch record (components/plan/launches.ts LaunchRecord.name); undefined for another name. */
 export function launchUrn(owner: Owner, host: string, head: boolean, launch: string): string | undefined {
     const n = resourceNames();
     if (launch === "vllm") return commandUrn(owner, "ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm"));

@@ -129,7 +129,7 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         // NCCL 2.28 with HCAs it cannot use prints `NET/IB : No device found.`, then `Using network Socket`, and carries
         // on over TCP (tests/fixtures/nccl/hca-missing.nccl.log, a real run). Weak: a slower fabric is rarely why a
         // launch failed. The plan sets NCCL_IB_DISABLE=1 for `hcas: []`, and NCCL then never looks for devices
-        // (src/transport/net_ib.cc), so in our logs the line appears only where IB/RoCE was wanted. components/nccl.ts
+        // (src/transport/net_ib.cc), so in our logs the line appears only where IB/RoCE was wanted. components/knowledge/nccl.ts
         // (refineNcclDiagnosis) adds the transport NCCL used.
         kind: "nccl-socket-fallback",
         patterns: [],
@@ -252,9 +252,9 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         patterns: ["no kernel image is available for execution on the device"],
         hint:
             "The image's PyTorch or vLLM kernels were not built for the GB10 (compute capability 12.1): no sm_121 or " +
-            "sm_120 code (sm_120 runs on 12.1, same major, lower minor: components/images.ts) and no PTX the driver can " +
+            "sm_120 code (sm_120 runs on 12.1, same major, lower minor: components/knowledge/images.ts) and no PTX the driver can " +
             "compile. Use an image whose arch list includes 12.0 or 12.1 (CUDA 12.9 or newer; the known images are in " +
-            "components/images.ts) in `spark-vllm:image`, the same on every host.",
+            "components/knowledge/images.ts) in `spark-vllm:image`, the same on every host.",
     },
     {
         kind: "cuda-error",

@@ -1,4 +1,4 @@
-// `spark-vllm init`, part two: from every host's facts (components/initFacts.ts) to the stack's choices and the text of
+// `spark-vllm init`, part two: from every host's facts (components/init/initFacts.ts) to the stack's choices and the text of
 // Pulumi.<stack>.yaml, each choice with a comment saying where it came from. Pure: no SSH, no files, no Pulumi.
 //
 // Sources, by the short names used below (and those of initFacts.ts):
@@ -15,14 +15,14 @@
 //                 (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html).
 //   [vllm-tp]     vLLM requires the attention heads to divide evenly by the tensor parallel size
 //                 (ModelConfig.verify_with_parallel_config: "Total number of attention heads (…) must be divisible by
-//                 tensor parallel size (…)"; the diagnosis kind tp-divisibility, components/diagnosis.ts).
+//                 tensor parallel size (…)"; the diagnosis kind tp-divisibility, components/knowledge/diagnosis.ts).
 import * as yaml from "js-yaml";
-import { CATALOG, CatalogModel, findModel } from "./catalog";
-import { GB10_CAPABILITY, KNOWN_IMAGES, KnownImage, imageProblems, lookupImage, normalizeReference } from "./images";
-import { quantizationKernelProblem } from "./imageKernels";
-import { planMemory } from "./memory";
-import { CONFIG_NAMESPACE, parseImageRef, parseSpec, rawConfigFromStack, SpecError } from "./spec";
-import { parseHostKey } from "./hostKeys";
+import { CATALOG, CatalogModel, findModel } from "../knowledge/catalog";
+import { GB10_CAPABILITY, KNOWN_IMAGES, KnownImage, imageProblems, lookupImage, normalizeReference } from "../knowledge/images";
+import { quantizationKernelProblem } from "../knowledge/imageKernels";
+import { planMemory } from "../plan/memory";
+import { CONFIG_NAMESPACE, parseImageRef, parseSpec, rawConfigFromStack, SpecError } from "../spec/spec";
+import { parseHostKey } from "../spec/hostKeys";
 import { Hca, HostFacts, Ipv4, MELLANOX_VENDOR, Netdev } from "./initFacts";
 
 export const TWO_SPARKS_PLAYBOOK = "https://github.com/NVIDIA/dgx-spark-playbooks/blob/main/nvidia/connect-two-sparks/README.md";
@@ -283,7 +283,7 @@ function chooseImage(opts: InitOptions, facts: HostFacts[], names: string[], pro
             chosen = { value: imageRefOf(ref.repository, ref.tag ?? "", digest), why: `--image, pinned to the digest ${names[0]} pulled (docker images --digests)` };
         }
     } else {
-        // Known to run on a GB10 (components/images.ts runsOnGb10), pulled with the same digest on every host; the newest.
+        // Known to run on a GB10 (components/knowledge/images.ts runsOnGb10), pulled with the same digest on every host; the newest.
         const known = [...KNOWN_IMAGES].reverse().filter(k => k.runsOnGb10);
         for (const k of known) {
             const [repo, tag] = [k.reference.slice(0, k.reference.lastIndexOf(":")), k.reference.slice(k.reference.lastIndexOf(":") + 1)];
@@ -295,7 +295,7 @@ function chooseImage(opts: InitOptions, facts: HostFacts[], names: string[], pro
         }
         if (!chosen) {
             const example = known[0]?.reference ?? "nvcr.io/nvidia/vllm:25.11-py3";
-            problems.push(`no --image given and no vLLM image known to run on a GB10 is pulled on every host (components/images.ts knows ${known.map(k => k.reference).join(", ")}); pull one on every host (\`docker pull ${example}\`) or pass --image <repo>[:tag]@sha256:<digest>`);
+            problems.push(`no --image given and no vLLM image known to run on a GB10 is pulled on every host (components/knowledge/images.ts knows ${known.map(k => k.reference).join(", ")}); pull one on every host (\`docker pull ${example}\`) or pass --image <repo>[:tag]@sha256:<digest>`);
             return undefined;
         }
     }
@@ -396,7 +396,7 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
     if (opts.model) {
         modelId = { value: opts.model, why: "--model" };
         catalogModel = findModel(opts.model);
-        if (!catalogModel) warnings.push(`model ${opts.model} is not in the catalog (components/catalog.ts): its memory is not planned; maxModelLen is left to vLLM`);
+        if (!catalogModel) warnings.push(`model ${opts.model} is not in the catalog (components/knowledge/catalog.ts): its memory is not planned; maxModelLen is left to vLLM`);
     } else {
         const fitting = facts[0].models.filter(m => cachedEverywhere(m.id)).flatMap(m => {
             const c = findModel(m.id);
@@ -433,9 +433,9 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
     let backend: Sourced<"ray" | "mp"> | undefined;
     if (facts.length > 1 && image) {
         backend = knownImage?.ray?.present === false
-            ? { value: "mp", why: "the image has no Ray (components/images.ts): vLLM's own multi-node launch" }
+            ? { value: "mp", why: "the image has no Ray (components/knowledge/images.ts): vLLM's own multi-node launch" }
             : knownImage?.ray?.present
-                ? { value: "ray", why: "the image ships Ray (components/images.ts)" }
+                ? { value: "ray", why: "the image ships Ray (components/knowledge/images.ts)" }
                 : { value: "ray", why: "the default for two or more hosts; the image's Ray is not known: use mp if it has none" };
     }
 
@@ -471,7 +471,7 @@ export function chooseStack(results: HostResult[], opts: InitOptions): InitResul
             pipelineParallelSize: pp,
             ...(maxModelLen ? { maxModelLen } : {}),
             ...(backend ? { backend } : {}),
-            ...(knownImage?.vllm ? { version: { value: knownImage.vllm, why: `the image's vLLM (components/images.ts), for the policies' architecture check at preview` } } : {}),
+            ...(knownImage?.vllm ? { version: { value: knownImage.vllm, why: `the image's vLLM (components/knowledge/images.ts), for the policies' architecture check at preview` } } : {}),
         },
     };
     const text = renderStack(choices, opts);

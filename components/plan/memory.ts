@@ -26,13 +26,13 @@
 //   startup check   vLLM refuses to start when free < ceil(total × gpuMemoryUtilization) (request_memory in
 //                   vllm/v1/worker/utils.py, called from gpu_worker.py init_device); vllmStartupMemoryCheck repeats it
 //                   with vLLM's own message so the memory gate can refuse before the launch.
-//   "free"          depends on the image's vLLM (vllmStartupFreeSource; components/images.ts [uma-free]): before 0.11.1
+//   "free"          depends on the image's vLLM (vllmStartupFreeSource; components/knowledge/images.ts [uma-free]): before 0.11.1
 //                   CUDA's free figure (torch.cuda.mem_get_info, which leaves out the page cache on a Spark); from 0.11.1
 //                   MemAvailable (psutil.virtual_memory().available, page cache counts as available) on capability
 //                   8.7/11.0/12.1; from 0.20.0 on any GPU CUDA calls integrated (vllm-project/vllm#35356).
-import { CatalogModel, compareVersions, parseVersion } from "./catalog";
-import { UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstVllmWithIntegratedGpuQuery, firstVllmWithUnifiedMemoryAvailable, parseCapability } from "./images";
-import { HostSpec, ModelSpec, VllmSpec } from "./spec";
+import { CatalogModel, compareVersions, parseVersion } from "../knowledge/catalog";
+import { UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstVllmWithIntegratedGpuQuery, firstVllmWithUnifiedMemoryAvailable, parseCapability } from "../knowledge/images";
+import { HostSpec, ModelSpec, VllmSpec } from "../spec/spec";
 
 export const GiB = 1024 ** 3;
 
@@ -145,7 +145,7 @@ export interface StartupFreeSource {
 
 /**
  * The rule of vLLM `version` on a GPU of `capability` (integrated: CUDA's is_integrated, when known) [uma-free in
- * components/images.ts]. A version that is not a release number gets CUDA's free figure: the stricter of the two.
+ * components/knowledge/images.ts]. A version that is not a release number gets CUDA's free figure: the stricter of the two.
  */
 export function vllmStartupFreeSource(version: string | undefined, capability: string, integrated?: boolean): StartupFreeSource {
     const cap = parseCapability(capability);
@@ -209,7 +209,7 @@ export function kvBytesPerToken(model: CatalogModel, tp: number, pp: number, byt
 /** Per-rank memory arithmetic for MODEL on the cluster; "unknown-model" when the catalog has no entry. */
 export function planMemory(input: MemoryPlanInput, model: CatalogModel | undefined, opts: MemoryOptions = {}): MemoryPlan {
     const modelId = model?.id ?? input.model?.id ?? "(no model id)";
-    if (!model) return { kind: "unknown-model", modelId, message: `${modelId} is not in the catalog (components/catalog.ts); memory not checked` };
+    if (!model) return { kind: "unknown-model", modelId, message: `${modelId} is not in the catalog (components/knowledge/catalog.ts); memory not checked` };
     const totalMemory = totalMemoryFor(opts);
     const o: PlannerOptions = {
         usableGiB: totalMemory.gib,

@@ -1,7 +1,7 @@
 // vLLM's own CUTLASS kernels for the GB10 (compute capability 12.1): which of them a vLLM build carries in a form that
 // runs there, derived from the TORCH_CUDA_ARCH_LIST and CUDA it was built with and its release's CMake rules. Pure.
 //
-// Why: PyTorch running a kernel (components/images.ts cudaKernelsRunOn) says nothing about vLLM's own CUTLASS kernels.
+// Why: PyTorch running a kernel (components/knowledge/images.ts cudaKernelsRunOn) says nothing about vLLM's own CUTLASS kernels.
 // Those are compiled per kernel family for the arch list CMake computes, and for compute capability 12.x that list can
 // be arch-specific (sm_120a), which CUDA runs on exactly 12.0, never on the Spark's 12.1 [cuda-cc in images.ts].
 //
