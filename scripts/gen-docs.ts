@@ -2,7 +2,7 @@
 //   docs/configuration.md            whole file, from components/spec/configSchema.ts
 //   docs/troubleshooting.md          the block between the GENERATED markers, from DIAGNOSIS_CATALOG
 // `npm run docs` rewrites them; `npm run docs -- --check` only says whether they are up to date (exit 1
-// when not). tests/unit/docs-config.test.ts fails when a committed file differs from what this renders.
+// when not). tests/unit/docs/docs-config.test.ts fails when a committed file differs from what this renders.
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
@@ -88,7 +88,7 @@ export function renderConfiguration(): string {
         "# Configuration reference",
         "",
         "<!-- Generated from components/spec/configSchema.ts by `npm run docs`; do not edit by hand.",
-        "     tests/unit/docs-config.test.ts fails when this file and the schema drift apart, and holds",
+        "     tests/unit/docs/docs-config.test.ts fails when this file and the schema drift apart, and holds",
         "     the schema against the parser (parseSpec in components/spec/spec.ts). -->",
         "",
         `Every key lives in the stack file \`Pulumi.<stack>.yaml\` under the namespace \`${SCHEMA_NAMESPACE}\`. The program`,

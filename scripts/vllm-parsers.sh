@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs real vLLM from PyPI, one venv per version, for tests/unit/vllm-parser.test.ts: each venv holds what
+# Installs real vLLM from PyPI, one venv per version, for tests/unit/plan/vllm-parser.test.ts: each venv holds what
 # importing `vllm serve`'s argument parser needs (scripts/vllm-parsers-<version>.txt, every package pinned, installed
 # with --no-deps), and scripts/vllm-parsers.py runs in it. Idempotent: a venv whose stamp matches its pin file is kept.
 #

@@ -21,7 +21,7 @@
 //                variant, the fix vllm-project/vllm#56548 asks for) differ only for TGT entries with a/f suffixes, which a
 //                plain TORCH_CUDA_ARCH_LIST never yields (suffixed lists are not modelled here). Checked: the real function
 //                (cmake -P on each release's utils.cmake) and looseIntersection agree on 1950 cases (15 SRC × 13 TGT lists
-//                × the 10 releases read); tests/unit/vllm-kernels.test.ts keeps a selection with the real outputs.
+//                × the 10 releases read); tests/unit/knowledge/vllm-kernels.test.ts keeps a selection with the real outputs.
 //   [gencode]    cmake/utils.cmake set_gencode_flags_for_srcs: "12.0a" → -gencode arch=compute_120a,code=sm_120a (SASS only;
 //                PTX only for an entry with +PTX, which none of these kernel lists has).
 //   [sm120-mm]   CMakeLists.txt, the SM120 CUTLASS FP8 GEMMs (scaled_mm_c3x_sm120.cu, c3x/scaled_mm_sm120_fp8.cu and

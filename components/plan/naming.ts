@@ -3,7 +3,7 @@
 // ask this module; nothing else templates a name. Pure: no Pulumi.
 //
 // Shape: cluster-wide resources are `<cluster>-<role>`, per-host ones `<cluster>-<host>-<role>`. No cluster
-// role ends with a host role, so no host name can make two names equal (tests/unit/naming.test.ts).
+// role ends with a host role, so no host name can make two names equal (tests/unit/plan/naming.test.ts).
 
 /** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
 export const CLUSTER = "spark";

@@ -13,7 +13,7 @@
 // The joiner refuses what cannot work joined: another form of sibling import, or a name imported from
 // a module that does not define it or comes later. What still runs but is wrong (a module missing from
 // TOOLS_MODULES, a top-level name bound by two modules, where the later one wins) it reports in
-// joinTools().problems, which tests/unit/tools.test.ts requires to be empty.
+// joinTools().problems, which tests/unit/plan/tools.test.ts requires to be empty.
 import * as fs from "fs";
 import * as path from "path";
 import { ARCHITECTURES } from "../knowledge/catalog";

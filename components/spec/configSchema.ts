@@ -1,6 +1,6 @@
 // The stack config's schema as data: every key path under the `spark-vllm` namespace, its type, its
 // default and what it means. Pure: no Pulumi, no parsing. docs/configuration.md is generated from it
-// (`npm run docs`), and tests/unit/docs-config.test.ts holds it against the real parser (parseSpec in
+// (`npm run docs`), and tests/unit/docs/docs-config.test.ts holds it against the real parser (parseSpec in
 // spec.ts): the keys parseSpec accepts, its defaults, required keys, types and ranges.
 // When spec.ts gains or changes a key, change it here too, then run `npm run docs`.
 

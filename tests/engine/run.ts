@@ -464,7 +464,7 @@ async function runGrpc(request: Request, engine: Engine, report: Report): Promis
         parallel: engine.workers.limit, packDir: packDir || undefined,
         // Each up transpiles only, as a user whose build runs tsc first does (@pulumi/pulumi 3.276.0 cmd/run/run.js:
         // PULUMI_NODEJS_TRANSPILE_ONLY). npm test type-checks the program (tsc, and Pulumi's own ts-node path in
-        // tests/unit/grpc-runner.test.ts); type-checking again on every e2e up costs 15–25 s each. Set it to false to check.
+        // tests/unit/grpc/grpc-runner.test.ts); type-checking again on every e2e up costs 15–25 s each. Set it to false to check.
         env: { PULUMI_NODEJS_TRANSPILE_ONLY: process.env.PULUMI_NODEJS_TRANSPILE_ONLY ?? "true" },
         onRegister: async (r: Registration) => {
             const { id, outputs } = await engine.register({

@@ -1,7 +1,7 @@
 // Values unknown in preview reach a rule through @pulumi/policy's own proxy (proxy.js unknownCheckingProxy), which
 // throws on reading one; the pack's rules get plain copies instead (policies/rules.ts knownInPreview), so they judge
 // what is known rather than being reported as "can't run … during preview". The gRPC test
-// (tests/unit/grpc-preview-policies.test.ts) proves it through the real analyzer server.
+// (tests/unit/grpc/grpc-preview-policies.test.ts) proves it through the real analyzer server.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";

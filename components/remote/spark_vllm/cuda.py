@@ -1,6 +1,6 @@
 # CUDA facts of the image, read inside the container: does its PyTorch have kernels for this GPU, and does the
 # host's driver run its CUDA runtime? The rules mirror components/knowledge/images.ts (cudaKernelsRunOn), which cites
-# them; tests/unit/images.test.ts cross-checks the two on the same cases.
+# them; tests/unit/knowledge/images.test.ts cross-checks the two on the same cases.
 import re
 
 

@@ -1,5 +1,5 @@
 # Root-cause finding in vLLM logs: the Python twin of components/knowledge/diagnosis.ts, driven by
-# the same catalog and line syntax (data()["diagnosis"]). tests/unit/diagnosis.test.ts
+# the same catalog and line syntax (data()["diagnosis"]). tests/unit/knowledge/diagnosis.test.ts
 # checks that both give the same answers on every fixture log.
 import re
 

@@ -6,7 +6,7 @@ import json
 
 from spark_vllm.common import fail, run, say
 
-# Keep in step with OWNER_LABELS in components/plan/ownership.ts (tests/unit/ownership.test.ts checks).
+# Keep in step with OWNER_LABELS in components/plan/ownership.ts (tests/unit/plan/ownership.test.ts checks).
 LABELS = {"project": "spark-vllm.project", "stack": "spark-vllm.stack", "model": "spark-vllm.model",
           "servedName": "spark-vllm.served-name"}
 

@@ -34,7 +34,7 @@ def vllm_modules(vllm):
 
 
 # transformers 4.57.1's words for a model_type it does not know (models/auto/configuration_auto.py line 1364, AutoConfig.from_pretrained;
-# the real library says exactly this in the sim image: tests/unit/tools.test.ts)
+# the real library says exactly this in the sim image: tests/unit/plan/tools.test.ts)
 UNKNOWN_TYPE = ("The checkpoint you are trying to load has model type `%s` but Transformers does not recognize this "
                 "architecture. This could be because of an issue with the checkpoint, or because your version of "
                 "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "

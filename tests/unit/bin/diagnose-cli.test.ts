@@ -1,0 +1,71 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+
+const ROOT = path.join(__dirname, "..", "..", "..");
+const FIXTURES = path.join(ROOT, "tests", "fixtures", "logs");
+
+function cli(args: string[], input?: string) {
+    const run = spawnSync(path.join(ROOT, "node_modules", ".bin", "node"), ["bin/spark-vllm.js", "diagnose", ...args], {
+        cwd: ROOT,
+        input,
+        encoding: "utf8",
+    });
+    return { code: run.status, out: run.stdout, err: run.stderr };
+}
+
+test("diagnose FILE prints kind, root cause, hint and context; exit 0", () => {
+    const r = cli([path.join(FIXTURES, "kv-cache-insufficient.log")]);
+    assert.equal(r.code, 0, r.err);
+    const lines = r.out.split("\n");
+    assert.equal(lines[0], "kind: kv-cache-insufficient");
+    assert.match(lines[1], /^root cause: ValueError: To serve at least one request with the models's max seq len \(262144\)/);
+    assert.match(lines[2], /^hint: .*spark-vllm:vllm\.maxModelLen/);
+    assert.equal(lines[3], "context:");
+    const context = lines.slice(4).filter(l => l !== "");
+    assert.equal(context.length, 15);
+    assert.match(context[10], /^> ERROR [0-9 :-]+ \[core\.py:708\] ValueError: To serve at least one request/);
+    assert.ok(context.every(l => !l.includes("(EngineCore_DP0 pid=")));
+});
+
+test("diagnose - reads stdin (CRLF log)", () => {
+    const r = cli(["-"], readFileSync(path.join(FIXTURES, "port-in-use.log"), "utf8"));
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^kind: port-in-use\nroot cause: OSError: \[Errno 98\] Address already in use\nhint: .*spark-vllm:vllm\.port/);
+    assert.ok(!r.out.includes("\r"));
+});
+
+test("diagnose --json prints the Diagnosis", () => {
+    const r = cli(["--json", path.join(FIXTURES, "gated-repo.log")]);
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out);
+    assert.deepEqual(Object.keys(d).sort(), ["hint", "kind", "line"]);
+    assert.equal(d.kind, "gated-repo");
+    assert.match(d.line, /^huggingface_hub\.errors\.GatedRepoError: 401 Client Error\./);
+});
+
+test("no diagnosis: exit 1 with the line count", () => {
+    const log = readFileSync(path.join(FIXTURES, "clean-startup.log"), "utf8");
+    const r = cli(["-"], log);
+    assert.equal(r.code, 1);
+    assert.equal(r.out, "");
+    assert.match(r.err, /^no known root cause found in \d+ lines; read the full log\n$/);
+    const json = cli(["--json", "-"], log);
+    assert.equal(json.code, 1);
+    assert.equal(json.out.trim(), "null");
+});
+
+test("usage errors and unreadable files: exit 2", () => {
+    const none = cli([]);
+    assert.equal(none.code, 2);
+    assert.match(none.err, /usage: spark-vllm diagnose FILE\|-/);
+    assert.equal(cli(["a.log", "b.log"]).code, 2);
+    const bad = cli(["--verbose", "a.log"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /unknown option --verbose/);
+    const missing = cli(["/nonexistent/vllm.log"]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.err, /cannot read \/nonexistent\/vllm\.log: ENOENT/);
+});
