@@ -56,7 +56,7 @@ function miniature(opts: { sources: boolean; built?: boolean }): string {
     }
     // Everything made before the build stamp, as after `npm run build`.
     const past = new Date(Date.now() - 60_000);
-    for (const f of ["bin/spark-vllm.js", "bin/cli.ts", "components/spec/spec.ts", "components", "policies", "bin"]) if (fs.existsSync(path.join(dir, f))) fs.utimesSync(path.join(dir, f), past, past);
+    for (const f of ["bin/spark-vllm.js", "bin/cli.ts", "components/spec.ts", "components", "policies", "bin"]) if (fs.existsSync(path.join(dir, f))) fs.utimesSync(path.join(dir, f), past, past);
     return dir;
 }
 
