@@ -29,7 +29,8 @@ import { recoveryBench } from "./recovery";
 import { resourceNames } from "../components/plan/naming";
 import { diffPlans } from "../bin/diff-command";
 import { planCluster } from "../components/plan/plan";
-import { parseSpec, rawConfigFromStack } from "../components/spec/spec";
+import { parseSpec } from "../components/spec/parseSpec";
+import { rawConfigFromStack } from "../components/spec/stackConfig";
 
 const N = resourceNames();
 /** The plan `spark-vllm diff` compares, from a stack's config. */

@@ -7,7 +7,9 @@
 // a gate's `secretDigest`).
 import { isDeepStrictEqual } from "util";
 import { ClusterPlan, CommandPlan, planCluster } from "../components/plan/plan";
-import { SECRET_KEYS, SECRET_SET, SpecError, parseSpec } from "../components/spec/spec";
+import { SECRET_KEYS, SECRET_SET } from "../components/spec/stackConfig";
+import { SpecError } from "../components/spec/spec";
+import { parseSpec } from "../components/spec/parseSpec";
 import { argvLine } from "../components/plan/scripts";
 import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } from "../components/plan/resources";
 import { KEPT } from "../components/plan/launches";

@@ -8,7 +8,7 @@ import * as path from "path";
 import { DOCKER_SSH_OPTS } from "../components/plan/connection";
 import { HostResult, HostTarget, chooseStack, parseHostTarget, renderReport } from "../components/init/initChoose";
 import { initHostScript, parseHostFacts } from "../components/init/initFacts";
-import { show } from "../components/spec/spec";
+import { show } from "../components/spec/showValue";
 import { EXIT } from "./cli";
 import { STACK_NAME } from "./plan-command";
 

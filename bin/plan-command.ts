@@ -3,7 +3,10 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, rawConfigFromStack, show } from "../components/spec/spec";
+import { CONFIG_NAMESPACE, rawConfigFromStack } from "../components/spec/stackConfig";
+import { SpecError, commandLengthProblem } from "../components/spec/spec";
+import { linkLocalNotes, parseSpec } from "../components/spec/parseSpec";
+import { show } from "../components/spec/showValue";
 import { EXIT } from "./cli";
 import { ClusterPlan, cpuVllmSkips, planCluster } from "../components/plan/plan";
 import { argvLine } from "../components/plan/scripts";
@@ -85,7 +88,7 @@ export function stackOwner(dir: string, stack: string): { project: string; stack
     return { project, stack };
 }
 
-/** Every command text of a plan that would not fit in one exec argument (spec.ts MAX_ARG_STRLEN), with where it is. */
+/** Every command text of a plan that would not fit in one exec argument (components/spec/spec.ts MAX_ARG_STRLEN), with where it is. */
 export function commandLengthProblems(plan: unknown): string[] {
     const problems: string[] = [];
     const walk = (node: unknown, where: string, depth: number): void => {
@@ -110,7 +113,7 @@ export function planReport(plan: ClusterPlan, stack: string) {
         endpoint: plan.endpoint,
         model: spec.model,
         image: spec.image.reference,
-        // What `up` warns about too: link-local fabric addresses (components/spec/spec.ts linkLocalNotes).
+        // What `up` warns about too: link-local fabric addresses (components/spec/parseSpec.ts linkLocalNotes).
         warnings: linkLocalNotes(spec),
         // testBed.cpuVllm only (a CPU vLLM test bed): the GPU steps the plan leaves out, and why.
         skipped: cpuVllmSkips(spec),

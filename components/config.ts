@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec/spec";
+import { CONFIG_NAMESPACE, RawConfig, rawConfigFromStack } from "./spec/stackConfig";
 import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "./spec/givenTls";
 
 /**

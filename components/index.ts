@@ -2,6 +2,14 @@
 // ClusterImage, VllmContainer, ModelWeights, RayCluster, ModelEndpoint) only make sense inside it and are
 // internal. The pure core (spec → plan → planned resources, diagnosis, catalog, memory) is exported whole.
 export * from "./spec/spec";
+export { CONFIG_NAMESPACE, RawConfig, SECRET_KEYS, SECRET_SET, SECRET_IN_PLAIN_TEXT, StackConfigOptions, rawConfigFromStack } from "./spec/stackConfig";
+export { parseSpec, parseIPv4, unusableAddress, isLinkLocal, linkLocalNotes, parseImageRef } from "./spec/parseSpec";
+export { show } from "./spec/showValue";
+export { vllmOptionOf } from "./spec/vllmArgv";
+export {
+    DATA_PARALLEL_VLLM_FLAGS, KV_EVENTS_DEFAULT_ENDPOINT, MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS,
+    VLLM_ALIASES, VLLM_H11_LIMITS, exposureProblems,
+} from "./spec/extraArgs";
 export * from "./plan/plan";
 export * from "./plan/scripts";
 export { resourceNames, ResourceNames, containerName, CLUSTER } from "./plan/naming";

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterSpec, linkLocalNotes } from "./spec/spec";
+import { ClusterSpec } from "./spec/spec";
+import { linkLocalNotes } from "./spec/parseSpec";
 import { ClusterPlan, cpuVllmSkips, planCluster } from "./plan/plan";
 import { plannedResources } from "./plan/resources";
 import { resourceNames } from "./plan/naming";
@@ -70,7 +71,7 @@ export class SparkCluster extends pulumi.ComponentResource {
         // The stack it belongs to: on every container and process, and what each host's preflight checks (components/plan/ownership.ts).
         const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
-        // A link-local fabric address works until the next boot picks another (components/spec/spec.ts linkLocalNotes).
+        // A link-local fabric address works until the next boot picks another (components/spec/parseSpec.ts linkLocalNotes).
         for (const note of linkLocalNotes(args.spec)) pulumi.log.warn(note, this);
         // testBed.cpuVllm (a CPU vLLM on one test machine, never a Spark): what the plan leaves out, said in preview and up.
         for (const skip of cpuVllmSkips(args.spec))

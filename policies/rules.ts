@@ -15,7 +15,7 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { findModel, firstVllmVersionFor, parseVersion, supportsArchitecture } from "../components/knowledge/catalog";
 import { MEMORY_DEFAULTS, MemoryOptions, planMemory, totalMemoryFor } from "../components/plan/memory";
-import { parseImageRef } from "../components/spec/spec";
+import { parseImageRef } from "../components/spec/parseSpec";
 import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } from "../components/knowledge/images";
 import { quantizationKernelProblem } from "../components/knowledge/imageKernels";
 import { HOST_KEY_HOWTO } from "../components/spec/hostKeys";

@@ -89,7 +89,7 @@ export function renderConfiguration(): string {
         "",
         "<!-- Generated from components/spec/configSchema.ts by `npm run docs`; do not edit by hand.",
         "     tests/unit/docs/docs-config.test.ts fails when this file and the schema drift apart, and holds",
-        "     the schema against the parser (parseSpec in components/spec/spec.ts). -->",
+        "     the schema against the parser (parseSpec in components/spec/parseSpec.ts). -->",
         "",
         `Every key lives in the stack file \`Pulumi.<stack>.yaml\` under the namespace \`${SCHEMA_NAMESPACE}\`. The program`,
         "parses and validates the whole config before it creates any resource, and reports every problem at",

@@ -1,5 +1,6 @@
 import * as assert from "node:assert/strict";
-import { SpecError, parseSpec } from "../components/spec/spec";
+import { SpecError } from "../components/spec/spec";
+import { parseSpec } from "../components/spec/parseSpec";
 // Stack configs for tests: test hosts only (198.18.0.0/15), never real machines.
 export function hostConfig(i: number, gpus = 1) {
     const name = `spark-${String.fromCharCode(97 + i)}`;

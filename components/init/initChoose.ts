@@ -21,7 +21,9 @@ import { CATALOG, CatalogModel, findModel } from "../knowledge/catalog";
 import { GB10_CAPABILITY, KNOWN_IMAGES, KnownImage, imageProblems, lookupImage, normalizeReference } from "../knowledge/images";
 import { quantizationKernelProblem } from "../knowledge/imageKernels";
 import { planMemory } from "../plan/memory";
-import { CONFIG_NAMESPACE, parseImageRef, parseSpec, rawConfigFromStack, SpecError } from "../spec/spec";
+import { CONFIG_NAMESPACE, rawConfigFromStack } from "../spec/stackConfig";
+import { parseImageRef, parseSpec } from "../spec/parseSpec";
+import { SpecError } from "../spec/spec";
 import { parseHostKey } from "../spec/hostKeys";
 import { Hca, HostFacts, Ipv4, MELLANOX_VENDOR, Netdev } from "./initFacts";
 

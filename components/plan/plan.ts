@@ -523,7 +523,7 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
         ...(vllm.backend === "ray" ? ["--distributed-executor-backend", "ray"] : []),
         ...multiNode,
         // vLLM answers only on the head's loopback; the endpoint proxy publishes vllm.port and guards every path
-        // (components/plan/proxyPlan.ts). extraArgs cannot move either (spec.ts MANAGED_VLLM_FLAGS).
+        // (components/plan/proxyPlan.ts). extraArgs cannot move either (components/spec/extraArgs.ts MANAGED_VLLM_FLAGS).
         "--host", "127.0.0.1",
         "--port", String(vllm.internalPort),
         // The API key on every path but /health, for the head's own accounts too (vLLM's --api-key guards only /v1):
@@ -623,7 +623,7 @@ function memoryAfterLoad(spec: ClusterSpec, host: HostSpec): CommandPlan {
 }
 
 /**
- * What testBed.cpuVllm (a CPU build of vLLM on one x86_64 test machine, spec.ts parseTestBed) leaves out, and why: the
+ * What testBed.cpuVllm (a CPU build of vLLM on one x86_64 test machine, components/spec/parseSpec.ts parseTestBed) leaves out, and why: the
  * steps that read or use a GPU. Empty for every real stack. The fabric check needs two hosts, which the test bed never has.
  */
 export function cpuVllmSkips(spec: ClusterSpec): Array<{ step: string; why: string }> {

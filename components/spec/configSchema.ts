@@ -1,8 +1,8 @@
 // The stack config's schema as data: every key path under the `spark-vllm` namespace, its type, its
 // default and what it means. Pure: no Pulumi, no parsing. docs/configuration.md is generated from it
 // (`npm run docs`), and tests/unit/docs/docs-config.test.ts holds it against the real parser (parseSpec in
-// spec.ts): the keys parseSpec accepts, its defaults, required keys, types and ranges.
-// When spec.ts gains or changes a key, change it here too, then run `npm run docs`.
+// parseSpec.ts): the keys parseSpec accepts, its defaults, required keys, types and ranges.
+// When parseSpec.ts gains or changes a key, change it here too, then run `npm run docs`.
 
 /** How a value is written in the stack file. */
 export type ConfigType = "string" | "integer" | "number" | "boolean" | "list of strings" | "object" | "list of objects";
@@ -37,7 +37,7 @@ export interface ConfigKey {
     description: string;
 }
 
-/** The config namespace (also `CONFIG_NAMESPACE` in spec.ts). */
+/** The config namespace (also `CONFIG_NAMESPACE` in stackConfig.ts). */
 export const SCHEMA_NAMESPACE = "spark-vllm";
 
 /** Every key, in the order the reference lists them. */

@@ -10,7 +10,8 @@ import { stateFileText, usesRealPulumi } from "../engine/real";
 import { resourceNames } from "../../components/plan/naming";
 import { diffPlans } from "../../bin/diff-command";
 import { planCluster } from "../../components/plan/plan";
-import { parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
+import { rawConfigFromStack } from "../../components/spec/stackConfig";
 
 const N = resourceNames();
 /** Commands that start a process: the Ray head, a Ray worker, vLLM. */

@@ -13,7 +13,7 @@ import { completionStatus, simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { DEFAULT_RELEASES } from "../sim/image";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { lookupImage } from "../../components/knowledge/images";
 import { containerName } from "../../components/plan/naming";

@@ -35,7 +35,7 @@ const suite = simSuite("real-vllm", {
     tag: TAG,
     hosts: 1,
     model: { id: MODEL_ID, servedName: SERVED, cacheDir: "/root/.cache/huggingface", weights: "present" },
-    // 1 GiB of KV cache (the CPU vLLM otherwise reserves gpuMemoryUtilization of the machine: spec.ts parseTestBed);
+    // 1 GiB of KV cache (the CPU vLLM otherwise reserves gpuMemoryUtilization of the machine: components/spec/parseSpec.ts parseTestBed);
     // 512 tokens: the serving proof's requests stay small on a 2-core machine.
     vllm: { tensorParallelSize: 1, maxModelLen: 512, extraArgs: ["--enforce-eager", "--kv-cache-memory-bytes", "1G"] },
     testBed: { cpuVllm: true },

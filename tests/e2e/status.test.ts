@@ -14,7 +14,7 @@ import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { waitFor } from "../sim/util";
 import * as crypto from "node:crypto";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { packTools, planCluster, toolsProgram } from "../../components/plan/plan";
 
 const ROOT = path.join(__dirname, "..", "..");

@@ -18,7 +18,7 @@ import { modelCacheName, modelRevision } from "../sim/hosts";
 import { esc, simSuite } from "./suite";
 import { Stack, destroy, up } from "../engine/engine";
 import { resourceNames } from "../../components/plan/naming";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { COMMAND, plannedResources } from "../../components/plan/resources";
 import { workerCopyToken } from "../../components/plan/copyToken";

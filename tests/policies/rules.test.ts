@@ -3,7 +3,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { COMMAND, CONTAINER, REMOTE_IMAGE, UNKNOWN, findSecret, interfaceFamily, knownVllmVersion, policies } from "../../policies/rules";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { rawConfig } from "../fixtures";
 

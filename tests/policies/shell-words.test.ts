@@ -3,7 +3,7 @@
 // the argv the planner put in them, a value holding " --headless" included.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { shellTokens, vllmServeArgvs } from "../../policies/shellWords";
 import { rawConfig } from "../fixtures";

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { findModel } from "../../components/knowledge/catalog";
 import { planMemory } from "../../components/plan/memory";

@@ -12,7 +12,8 @@ import * as yaml from "js-yaml";
 import { findRealPulumi } from "../engine/real";
 import { testTempDir } from "../tempDir";
 import { plannedResources } from "../../components/plan/resources";
-import { parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
+import { rawConfigFromStack } from "../../components/spec/stackConfig";
 import { planCluster } from "../../components/plan/plan";
 
 const REPO = path.join(__dirname, "..", "..");

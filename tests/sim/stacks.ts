@@ -24,7 +24,7 @@ export interface SimStackOptions {
     secrets?: Record<string, string>;
     /** spark-vllm:model instead of the stand-in's Qwen3.5 (tests/e2e/real-vllm.test.ts serves a real tiny model). */
     model?: Record<string, unknown>;
-    /** spark-vllm:testBed (components/spec/spec.ts parseTestBed). */
+    /** spark-vllm:testBed (components/spec/parseSpec.ts parseTestBed). */
     testBed?: Record<string, unknown>;
 }
 

@@ -10,7 +10,8 @@ import * as path from "node:path";
 import * as yaml from "js-yaml";
 import { evaluateWithMocks } from "../harness/mocks";
 import { clusterConfig } from "../fixtures";
-import { SECRET_IN_PLAIN_TEXT, SECRET_SET, parseSpec, rawConfigFromStack } from "../../components/spec/spec";
+import { SECRET_IN_PLAIN_TEXT, SECRET_SET, rawConfigFromStack } from "../../components/spec/stackConfig";
+import { parseSpec } from "../../components/spec/parseSpec";
 
 const ROOT = path.join(__dirname, "..", "..");
 const TOKEN = "hf_TOPSECRETTOKEN0123456789";

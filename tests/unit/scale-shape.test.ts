@@ -6,7 +6,7 @@
 // dependencies), and that the gates still order: every preflight before any image, every image before any container.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../components/spec/spec";
+import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { plannedResources } from "../../components/plan/resources";
 import { resourceNames } from "../../components/plan/naming";

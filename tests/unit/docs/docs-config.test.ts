@@ -5,7 +5,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import { CONFIG_SCHEMA, ConfigKey, SCHEMA_NAMESPACE } from "../../../components/spec/configSchema";
-import { CONFIG_NAMESPACE, ClusterSpec, SpecError, parseSpec } from "../../../components/spec/spec";
+import { CONFIG_NAMESPACE } from "../../../components/spec/stackConfig";
+import { ClusterSpec, SpecError } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { CONFIGURATION_MD, TROUBLESHOOTING_MD, exampleConfig, renderConfiguration, setAtPath, withDiagnosisKinds } from "../../../scripts/gen-docs";
 
 const byPath = new Map(CONFIG_SCHEMA.map(k => [k.path, k]));

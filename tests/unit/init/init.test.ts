@@ -8,7 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { HostResult, TWO_SPARKS_PLAYBOOK, checkStackText, chooseStack, parseHostTarget, physicalPort, subnetOf } from "../../../components/init/initChoose";
 import { initHostScript, ipv4OfGid, parseGpus, parseHostFacts, splitSections, sshFingerprint } from "../../../components/init/initFacts";
-import { parseSpec, unusableAddress } from "../../../components/spec/spec";
+import { parseSpec, unusableAddress } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { initCommand } from "../../../bin/init-command";
 import { readStackFile } from "../../../bin/plan-command";
@@ -113,7 +113,7 @@ test("a pair cabled on different ports: spark-a on enp1s0f1np1/rocep1s0f1, spark
 
 test("link-local fabric addresses (169.254/16, NVIDIA's earlier netplan) are chosen; the spec parser decides whether they are written", () => {
     const r = chooseStack(pair("linklocal-a.out", "linklocal-b.out"), { stack: "t" });
-    // Documents the state of the spec parser: today it refuses 169.254/16 fabric addresses (components/spec/spec.ts
+    // Documents the state of the spec parser: today it refuses 169.254/16 fabric addresses (components/spec/parseSpec.ts
     // unusableAddress); the gb10-fabric change accepts them. Either way the choice is the link-local port.
     if (unusableAddress([169, 254, 37, 12]) === undefined) {
         assert.deepEqual(r.problems, []);

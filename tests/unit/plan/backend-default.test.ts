@@ -1,13 +1,13 @@
 // The backend when `spark-vllm:vllm.backend` is not set follows what the image is known to carry
 // (components/knowledge/images.ts defaultBackend), and no committed stack on a Ray image deploys anything different:
 // before this default existed every stack of two or more hosts without vllm.backend ran Ray
-// (components/spec/spec.ts: `chosen === "mp" ? "mp" : "ray"`), so each such stack must plan exactly as it does
+// (components/spec/parseSpec.ts: `chosen === "mp" ? "mp" : "ray"`), so each such stack must plan exactly as it does
 // with `vllm.backend: ray` written out; `spark-vllm diff` between the two shows no change for any resource.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { diffPlans, setPath } from "../../../bin/diff-command";
 import { readStackFile, stackOwner } from "../../../bin/plan-command";

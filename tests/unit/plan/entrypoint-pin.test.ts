@@ -7,7 +7,7 @@ import * as os from "os";
 import * as path from "path";
 import * as crypto from "crypto";
 import { spawn, spawnSync } from "child_process";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { packTools, planCluster } from "../../../components/plan/plan";
 import { supervisorEntrypoint } from "../../../components/plan/launches";
 import { TOOLS_PIN_FILE, VERIFIED_RUN } from "../../../components/plan/verifiedRun";

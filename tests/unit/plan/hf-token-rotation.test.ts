@@ -7,7 +7,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { TOOLS_FILE, toolsProgram } from "../../../components/plan/toolsProgram";
 import { containerShell } from "../../harness/container-shell";

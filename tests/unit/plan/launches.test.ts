@@ -3,7 +3,7 @@ import * as assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster, withPythonPath } from "../../../components/plan/plan";
 import { plannedResources, CONTAINER } from "../../../components/plan/resources";
 import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, pidFileRunning, removeRecord, writeRecord } from "../../../components/plan/launches";

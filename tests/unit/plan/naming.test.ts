@@ -5,7 +5,7 @@ import * as assert from "node:assert/strict";
 import { CLUSTER_ROLES, HOST_ROLES, containerName, resourceNames } from "../../../components/plan/naming";
 import { plannedResources } from "../../../components/plan/resources";
 import { planCluster } from "../../../components/plan/plan";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { clusterConfig } from "../../fixtures";
 
 const raw = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.slice("spark-vllm:".length), v]));

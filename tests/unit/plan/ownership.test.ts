@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster, toolsPath } from "../../../components/plan/plan";
 import { plannedResources } from "../../../components/plan/resources";
 import { OWNER_ENV, OWNER_LABELS } from "../../../components/plan/ownership";

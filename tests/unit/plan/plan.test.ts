@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { packTools, planCluster } from "../../../components/plan/plan";
 import { toolsProgram } from "../../../components/plan/toolsProgram";
 import { installRayToken } from "../../../components/plan/rayAuth";

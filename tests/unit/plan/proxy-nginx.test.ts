@@ -14,7 +14,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ChildProcess, spawn } from "node:child_process";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { PROXY_MOUNT, nginxConf } from "../../../components/plan/proxyPlan";
 import { rawConfig } from "../../fixtures";
 

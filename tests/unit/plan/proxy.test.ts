@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { plannedResources, COMMAND } from "../../../components/plan/resources";
 import { resourceNames } from "../../../components/plan/naming";

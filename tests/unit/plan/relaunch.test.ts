@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { launchUrn, memoryGateUrns, replaceCommand } from "../../../components/plan/relaunch";
 import { readStackFile, stackOwner } from "../../../bin/plan-command";

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { RECORDS_DIR } from "../../../components/plan/launches";
 import { clusterStatus, hostStatusScript, parseHostOutput, renderStatus } from "../../../components/plan/status";

@@ -7,7 +7,7 @@ import * as os from "os";
 import * as path from "path";
 import * as crypto from "crypto";
 import { spawnSync } from "child_process";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster, toolsProgram } from "../../../components/plan/plan";
 import { TOOLS_FILE } from "../../../components/plan/toolsProgram";
 import { VERIFIED_RUN, clusterStatus, helperDigest, hostStatusScript, parseHostOutput, renderStatus } from "../../../components/plan/status";

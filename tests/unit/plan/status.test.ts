@@ -9,7 +9,7 @@ import { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { clusterStatus, hostStatusScript, parseHostOutput, sshArgv } from "../../../components/plan/status";
 import { TOOLS_FILE, toolsProgram } from "../../../components/plan/toolsProgram";

@@ -2,7 +2,7 @@
 // skips the steps that need a GPU, says so, and the key is refused with anything a Spark or a GPU cluster has.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { cpuVllmSkips, planCluster } from "../../../components/plan/plan";
 import { planReport } from "../../../bin/plan-command";
 import { rawConfig, specProblems } from "../../fixtures";

@@ -9,7 +9,7 @@ import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { plannedResources, COMMAND } from "../../../components/plan/resources";
 import { LaunchRecord, RECORDS_DIR, writeRecord } from "../../../components/plan/launches";

@@ -1,7 +1,7 @@
 // Real vLLM's argument parser judges every `vllm serve` argv the planner produces: each committed stack with each
 // backend (ray, mp head, mp headless workers, one host), with extraArgs, for the oldest and the newest vLLM of the
 // known-images table that PyPI carries (scripts/vllm-parsers.sh). And where vLLM and the extraArgs normaliser
-// (components/spec/spec.ts) disagree on which options set something spark-vllm manages, vLLM wins.
+// (components/spec/extraArgs.ts) disagree on which options set something spark-vllm manages, vLLM wins.
 //
 // NEEDS the venvs of scripts/vllm-parsers.sh (run it first; CI does): without them every test here fails and says so.
 import { test } from "node:test";
@@ -10,7 +10,10 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, SpecError, parseSpec, rawConfigFromStack } from "../../../components/spec/spec";
+import { MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS } from "../../../components/spec/extraArgs";
+import { SpecError } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
+import { rawConfigFromStack } from "../../../components/spec/stackConfig";
 import { planCluster } from "../../../components/plan/plan";
 import { supportsMultiNodeMp } from "../../../components/knowledge/images";
 import { stackConfig } from "../../harness/mocks";

@@ -5,7 +5,7 @@ import * as assert from "node:assert/strict";
 import { evaluateWithMocks, RecordedResource } from "../../harness/mocks";
 import { clusterConfig } from "../../fixtures";
 import { resourceNames } from "../../../components/plan/naming";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { COPY_IDLE_SECONDS, planCluster } from "../../../components/plan/plan";
 import { COMMAND, PASSWORD, plannedResources } from "../../../components/plan/resources";
 import { workerCopyToken } from "../../../components/plan/copyToken";

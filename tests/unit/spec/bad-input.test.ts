@@ -1,7 +1,10 @@
 // Bad input (issue 13): what config may say, and how refusals read.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { LIMITS, MAX_ARG_STRLEN, SpecError, commandLengthProblem, linkLocalNotes, parseSpec, show, vllmOptionOf } from "../../../components/spec/spec";
+import { LIMITS, MAX_ARG_STRLEN, SpecError, commandLengthProblem } from "../../../components/spec/spec";
+import { linkLocalNotes, parseSpec } from "../../../components/spec/parseSpec";
+import { show } from "../../../components/spec/showValue";
+import { vllmOptionOf } from "../../../components/spec/vllmArgv";
 import { rawConfig, specProblems } from "../../fixtures";
 
 const problems = specProblems;

@@ -3,7 +3,7 @@
 // TORCHINDUCTOR_CACHE_DIR), and any local account could create it, or a directory on its path, first.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig, specProblems } from "../../fixtures";
 
 test("model.cacheDir under a directory anyone can write to is refused at plan, with the reason and the fix", () => {

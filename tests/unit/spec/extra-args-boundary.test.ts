@@ -3,7 +3,7 @@
 // code, a loopback-only data-parallel address, integers as Python's int() reads them, single-dash dotted options.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig, specProblems } from "../../fixtures";
 
 const withArgs = (...extraArgs: string[]) => {

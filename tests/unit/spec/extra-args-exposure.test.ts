@@ -5,7 +5,8 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { DATA_PARALLEL_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS, parseSpec } from "../../../components/spec/spec";
+import { DATA_PARALLEL_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS } from "../../../components/spec/extraArgs";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig, specProblems } from "../../fixtures";
 
 const withArgs = (...extraArgs: string[]) => {

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { parseSpec } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { parseHostKey, openSshPinnedKeyOptions } from "../../../components/spec/hostKeys";
 import { evaluateWithMocks } from "../../harness/mocks";
 import { clusterConfig, rawConfig, specProblems } from "../../fixtures";

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseImageRef, parseSpec } from "../../../components/spec/spec";
+import { parseImageRef, parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig, specProblems } from "../../fixtures";
 
 const problems = specProblems;

@@ -11,7 +11,8 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { SpecError, parseSpec } from "../../../components/spec/spec";
+import { SpecError } from "../../../components/spec/spec";
+import { parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig } from "../../fixtures";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
