@@ -48,7 +48,7 @@ export interface Evaluation {
 
 /**
  * The program compiled into a temporary project directory: index.ts and components/ by tsc with the package build's
- * options (tsconfig.build.json: no source maps), the helper program beside plan.js as the build copies it, and a
+ * options (tsconfig.build.json: no source maps), the helper program where plan/toolsProgram.js finds it, as the build copies it, and a
  * Pulumi.yaml that runs index.js as JavaScript. Returns the directory; the caller removes it.
  */
 export function compileProgram(): string {

@@ -6,7 +6,8 @@
 // A secret's value is never typed here: --rotate names it, and the entries say what reads it (`connection`, `secretStdin`,
 // a gate's `secretDigest`).
 import { isDeepStrictEqual } from "util";
-import { ClusterPlan, CommandPlan, planCluster } from "../components/plan/plan";
+import { ClusterPlan, CommandPlan } from "../components/plan/clusterPlan";
+import { planCluster } from "../components/plan/plan";
 import { SECRET_KEYS, SECRET_SET } from "../components/spec/stackConfig";
 import { SpecError } from "../components/spec/spec";
 import { parseSpec } from "../components/spec/parseSpec";

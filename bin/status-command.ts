@@ -1,7 +1,7 @@
 // `spark-vllm status --stack NAME [--json] [--dir DIR]`: is the cluster serving, from the stack file and SSH alone
 // (no Pulumi CLI, no secrets). One read-only script per host, all hosts at once.
 import { spawn } from "child_process";
-import { ClusterPlan, HostPlan } from "../components/plan/plan";
+import { ClusterPlan, HostPlan } from "../components/plan/clusterPlan";
 import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/plan/status";
 import { EXIT } from "./cli";
 import { stackCommand, stackOwner } from "./plan-command";

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan/plan";
+import { ClusterPlan } from "./plan/clusterPlan";
 import { sameImage } from "./plan/checks";
 import { ResourceNames } from "./plan/naming";
 import { Wiring, checked } from "./wiring";

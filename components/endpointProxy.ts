@@ -2,7 +2,7 @@ import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan/plan";
+import { ClusterPlan } from "./plan/clusterPlan";
 import { ResourceNames } from "./plan/naming";
 import { Wiring, digest, unknownNotSecret } from "./wiring";
 import { chainCertificates, givenTlsError, givenTlsProblems, givenTlsStdin } from "./spec/givenTls";

@@ -10,7 +10,11 @@ export {
     DATA_PARALLEL_VLLM_FLAGS, KV_EVENTS_DEFAULT_ENDPOINT, MANAGED_VLLM_FLAGS, REFUSED_VLLM_FLAGS, VALUE_CHECKED_VLLM_FLAGS,
     VLLM_ALIASES, VLLM_H11_LIMITS, exposureProblems,
 } from "./spec/extraArgs";
-export * from "./plan/plan";
+export { planCluster } from "./plan/plan";
+export { Role, CommandPlan, ContainerPlan, HostPlan, ClusterPlan, ProxyPlan, ToolsInstall } from "./plan/clusterPlan";
+export { containerEnv, perHostEnvNames, rayNonCarryOver } from "./plan/containers";
+export { COPY_IDLE_SECONDS, KEYGUARD_MIDDLEWARE, cpuVllmSkips, packTools, vllmServeArgv, weightsFitArgs, withPythonPath } from "./plan/hostCommands";
+export { toolsPath, toolsProgram } from "./plan/toolsProgram";
 export * from "./plan/scripts";
 export { resourceNames, ResourceNames, containerName, CLUSTER } from "./plan/naming";
 export { plannedResources, PlannedResource, PlannedResourcesOptions } from "./plan/resources";

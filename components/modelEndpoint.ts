@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as remote from "@pulumi/command/remote";
-import { ClusterPlan } from "./plan/plan";
+import { ClusterPlan } from "./plan/clusterPlan";
 import { ResourceNames } from "./plan/naming";
 import { Wiring, stdinLine } from "./wiring";
 import { lastJsonLine } from "./sparkHost";

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
-import { HostPlan } from "./plan/plan";
+import { HostPlan } from "./plan/clusterPlan";
 import { ResourceNames } from "./plan/naming";
 import { Wiring } from "./wiring";
 import { DOCKER_PROVIDER } from "./plan/resources";

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
-import { HostPlan } from "./plan/plan";
+import { HostPlan } from "./plan/clusterPlan";
 import { ResourceNames } from "./plan/naming";
 import { Wiring } from "./wiring";
 import { CONTAINER } from "./plan/resources";

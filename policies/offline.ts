@@ -1,6 +1,6 @@
 // The pack without the engine: a plan as the resources the components would register, and every
 // rule's verdict on them. Used by `spark-vllm plan` and by the stack tests.
-import { ClusterPlan } from "../components/plan/plan";
+import { ClusterPlan } from "../components/plan/clusterPlan";
 import { UNKNOWN, policies } from "./rules";
 import { COMMAND, CONTAINER, GATE, plannedResources } from "../components/plan/resources";
 

@@ -20,7 +20,7 @@ import { GB10_CAPABILITY, HostFacts, KNOWN_IMAGES, imageProblems, lookupImage } 
 import { quantizationKernelProblem } from "../components/knowledge/imageKernels";
 import { HOST_KEY_HOWTO } from "../components/spec/hostKeys";
 import { exposureProblems, refusedArgProblem } from "../components/spec/extraArgs";
-import { KEYGUARD_MIDDLEWARE } from "../components/plan/plan";
+import { KEYGUARD_MIDDLEWARE } from "../components/plan/hostCommands";
 import { vllmServeArgvs } from "./shellWords";
 
 /**
@@ -398,7 +398,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             // Unknown in preview (UNKNOWN) when it is the generated key: something is piped, which is what matters.
             const stdin = args.props.stdin;
             if (!reads || stdin === undefined || stdin === null || stdin === "")
-                report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan/plan.ts does).`);
+                report(`the vllm serve command ${reads ? "has no stdin to read the key from" : "does not read VLLM_API_KEY from stdin"}, so the endpoint would answer anyone. Remediation: pipe the generated apiKey through stdin and \`read -r VLLM_API_KEY\` before vllm serve (components/plan/hostCommands.ts does).`);
         },
     },
     {
@@ -410,7 +410,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             const text = commandText(args.props);
             if (!isServe(text)) return;
             // The arguments after `vllm serve MODEL`, as the shell passes them, less the planner's own key guard
-            // (components/plan/plan.ts vllmServeArgv: `--middleware <KEYGUARD_MIDDLEWARE>` on the head).
+            // (components/plan/hostCommands.ts vllmServeArgv: `--middleware <KEYGUARD_MIDDLEWARE>` on the head).
             for (const argv of vllmServeArgvs(text) ?? []) {
                 const rest = argv.slice(3);
                 const own = rest.findIndex((a, i) => a === "--middleware" && rest[i + 1] === KEYGUARD_MIDDLEWARE);

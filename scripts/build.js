@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the package into dist/: the TypeScript (components, bin, policies) compiled to JavaScript
 // with declarations by `tsc -p tsconfig.build.json`, plus the files the compiled code reads at run
-// time: the helper program (components/remote → dist/components/remote, where plan.js looks for it
+// time: the helper program (components/remote → dist/components/remote, where plan/toolsProgram.js looks for it
 // relative to its own __dirname) and the policy pack's PulumiPolicy.yaml. Runs on `npm run build`,
 // and through `prepare` on `npm install` in a checkout, `npm pack` and `npm publish`.
 "use strict";

@@ -179,7 +179,7 @@ export function ncclSocketFallback(log: string | NcclLogFacts, opts: { hcasConfi
  * The catalog entry for `nccl-socket-fallback`, meant for components/knowledge/diagnosis.ts's DIAGNOSIS_CATALOG
  * (moved there as a literal: diagnosis.ts must not import this module, which imports it).
  * Weak: a slower fabric is rarely why a launch failed, so any firm cause elsewhere in the log wins.
- * This project sets NCCL_IB_DISABLE=1 when `hcas: []` (components/plan/plan.ts), and NCCL then returns
+ * This project sets NCCL_IB_DISABLE=1 when `hcas: []` (components/plan/containers.ts), and NCCL then returns
  * before looking for devices (src/transport/net_ib.cc:677) and never prints the NET/IB line: in our
  * logs it appears only where IB/RoCE was wanted.
  */

@@ -6,7 +6,7 @@
 // components/plan/resources.ts section 8 — every host's memory gate (delete-before-replace: stops vLLM, drops the page
 // cache, checks free memory) is in the vLLM launch's replacedBy, every headless launch follows the head's, and the
 // probe follows the launches; a host's Ray launch is in the Ray probe's replacedBy, which the gates follow.
-// The endpoint probe (plan.ts) and `spark-vllm status` (status.ts) print these; tests/e2e/relaunch.test.ts runs them.
+// The endpoint probe (hostCommands.ts) and `spark-vllm status` (status.ts) print these; tests/e2e/relaunch.test.ts runs them.
 // Pure: no Pulumi.
 import { Owner } from "./ownership";
 import { resourceNames } from "./naming";
@@ -30,7 +30,7 @@ export function memoryGateUrns(owner: Owner, hosts: string[]): string[] {
     return hosts.map(h => commandUrn(owner, "ModelEndpoint", n.host(h, "memory")));
 }
 
-/** A host's helper program install (components/plan/plan.ts toolsInstall): replacing it writes the program and its pin again. */
+/** A host's helper program install (components/plan/hostCommands.ts toolsInstall): replacing it writes the program and its pin again. */
 export function toolsUrn(owner: Owner, host: string): string {
     return commandUrn(owner, "SparkHost", resourceNames().host(host, "tools"));
 }

@@ -4,7 +4,7 @@
 // entries (components/wiring.ts resolves the names), and the offline view (`spark-vllm diff`, the
 // policies' offline verdicts) reads the same entries.
 import * as crypto from "crypto";
-import { ClusterPlan, CommandPlan, ContainerPlan } from "./plan";
+import { ClusterPlan, CommandPlan, ContainerPlan } from "./clusterPlan";
 import { HostSpec } from "../spec/spec";
 import { SshConnection, dockerSshOpts, sshConnection, sshTarget } from "./connection";
 import { CLUSTER, ResourceNames, resourceNames } from "./naming";

@@ -1,6 +1,7 @@
 // `spark-vllm status`: what one read-only script per host reports, and the cluster's verdict. Pure: the SSH
 // calls are in bin/status-command.ts.
-import { ClusterPlan, HostPlan, toolsPath } from "./plan";
+import { ClusterPlan, HostPlan } from "./clusterPlan";
+import { toolsPath } from "./toolsProgram";
 import { argvLine, dockerExec, script, shq } from "./scripts";
 import { containerName } from "./naming";
 import { dockerSshOpts } from "./connection";

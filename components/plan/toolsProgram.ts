@@ -16,6 +16,7 @@
 // joinTools().problems, which tests/unit/plan/tools.test.ts requires to be empty.
 import * as fs from "fs";
 import * as path from "path";
+import { ClusterSpec } from "../spec/spec";
 import { ARCHITECTURES } from "../knowledge/catalog";
 import { diagnosisData } from "../knowledge/diagnosis";
 import { imagesCarrying } from "../knowledge/imageKernels";
@@ -23,6 +24,8 @@ import { KNOWN_IMAGES, UMA_CAPABILITIES_BEFORE_INTEGRATED_QUERY, firstRayWithAge
     firstVllmWithMultiNodeMp, firstVllmWithUnifiedMemoryAvailable } from "../knowledge/images";
 
 export const TOOLS_FILE = "spark_vllm_tools.py";
+/** Where every host keeps the helper program: in logDir. */
+export const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
 export const TOOLS_PACKAGE = path.join(__dirname, "..", "remote", "spark_vllm");
 
 /** Modules in dependency order (each imports only from modules before it); `main`, the dispatcher, comes last. */

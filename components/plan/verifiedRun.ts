@@ -23,7 +23,7 @@ export const TOOLS_PIN_FILE = "/var/lib/spark-vllm/tools.sha256";
  * WANT is the sha256 itself (`spark-vllm status`: the plan's), or the absolute path of a pin file holding it (the
  * container's entrypoint: TOOLS_PIN_FILE). A missing pin file is written with this program's digest (0600, through
  * a rename) and the program trusted: the container's first start, in the `pulumi up` that checked logDir and its
- * parents and then installed the program (plan.ts toolsInstall); every later install rewrites the pin (pinTools).
+ * parents and then installed the program (hostCommands.ts toolsInstall); every later install rewrites the pin (pinTools).
  * The umask is left alone: it is the supervisor's, which its relaunched processes inherit.
  */
 export const VERIFIED_RUN = [

@@ -323,7 +323,7 @@ const WORLD_WRITABLE_DIRS = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /**
  * Issue 41: why model.cacheDir may not be under a world-writable directory. Root in the vLLM container loads code from
- * under it (components/plan/plan.ts sets HF_HOME to it and VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under
+ * under it (components/plan/containers.ts sets HF_HOME to it and VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under
  * its spark-vllm-compile/), and any local account could create it, or a directory on its path, first. logDir, under
  * /var/tmp by default, is checked on the host instead (its owner and mode chain, docs/security.md#logdir-ownership).
  */

@@ -150,7 +150,7 @@ export interface ClusterSpec {
 /**
  * `spark-vllm:testBed`: only for spark-vllm's own end-to-end test of a real vLLM CPU build on one x86_64 machine
  * (tests/e2e/real-vllm.test.ts, docs/real-vllm.md). With `cpuVllm` the plan skips what needs a GPU (cpuVllmSkips in
- * plan.ts); parseSpec refuses it on anything that looks like a Spark.
+ * components/plan/hostCommands.ts); parseSpec refuses it on anything that looks like a Spark.
  */
 export interface TestBedSpec {
     cpuVllm: boolean;

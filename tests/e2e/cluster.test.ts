@@ -209,7 +209,7 @@ describe("failures stop up with the cause", () => {
     test("a worker that cannot reach the head's GCS is named in the error, in seconds", async () => {
         const stack = simStack("no-join");
         // spark-b's TCP to the head's GCS port is reset (the host's own firewall, in its network namespace): real Ray's
-        // `ray start` would retry for minutes; the worker's launch checks the port first (plan.ts gcsReachable)
+        // `ray start` would retry for minutes; the worker's launch checks the port first (components/plan/hostCommands.ts gcsReachable)
         const rule = `OUTPUT -p tcp -d ${suite.sim.host("spark-a").address} --dport 6379 -j REJECT --reject-with tcp-reset`;
         assert.equal((await suite.sim.exec("spark-b", `iptables -I ${rule}`)).code, 0);
         try {

@@ -73,7 +73,7 @@ describe("Ray's listeners, seen from a fabric peer without the token", () => {
                         `${d.port} (${d.process}) gives more than Prometheus metrics without the token`);
                 for (const d of doors.filter(d => d.process === "dashboard agent" && d.protocol === "http"))
                     assert.ok(!(await ranThere(target, d.port)), `the job API on ${target}:${d.port} ran a command`);
-                // the dashboard stays on the head's loopback (plan.ts --dashboard-host=127.0.0.1)
+                // the dashboard stays on the head's loopback (components/plan/hostCommands.ts --dashboard-host=127.0.0.1)
                 assert.ok(doors.filter(d => d.process === "dashboard head" && d.verdict !== "loopback").every(d => d.verdict === "reads data"));
             }
         } finally {

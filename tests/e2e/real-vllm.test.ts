@@ -4,7 +4,7 @@
 // the hub lays it out. Everything else is the program's real path: container, supervisor, launch, the nginx proxy with
 // the key, the endpoint probe, the serving proof, `spark-vllm status`, destroy.
 //
-// Skipped, by the stack's spark-vllm:testBed.cpuVllm (components/plan/plan.ts cpuVllmSkips, which plan and up state): the
+// Skipped, by the stack's spark-vllm:testBed.cpuVllm (components/plan/hostCommands.ts cpuVllmSkips, which plan and up state): the
 // memory gate and the check after the load (no GPU memory: a CPU vLLM takes --kv-cache-memory-bytes of the machine's
 // memory), compat's CUDA part
 // (no CUDA device; vLLM's version, the architecture and the config are still checked with the real vLLM), the fabric

@@ -3,7 +3,7 @@
 // provider/pkg/provider/common/inputs.go: `provider:"replaceOnChanges"`), so each is updated, and an update runs
 // `create` again (remote/commandController.go Update). A launch keeps the identical process it finds running
 // (components/plan/launches.ts keepIfSame): vLLM's and Ray's processes, the containers and the proxy stay as they are; the
-// memory gates do not measure the memory vLLM holds, and the generated certificate is kept (components/plan/plan.ts,
+// memory gates do not measure the memory vLLM holds, and the generated certificate is kept (components/plan/hostCommands.ts,
 // proxyPlan.ts `update`).
 // A new spark-vllm:hfToken is the weights commands' stdin (model.weights: download): they are updated, nothing else.
 import { after, describe, test } from "node:test";
@@ -21,7 +21,7 @@ import { COMMAND } from "../../components/plan/resources";
 import { containerName, proxyContainerName, resourceNames } from "../../components/plan/naming";
 
 const N = resourceNames();
-// The HF token reaches the weights commands' stdin only when they download (components/plan/plan.ts weights). The sim's
+// The HF token reaches the weights commands' stdin only when they download (components/plan/hostCommands.ts weights). The sim's
 // hosts hold the model already, so the download strategy reads the token and finds nothing to fetch (weights.py).
 // A generated certificate: a rotation must keep the one clients pinned, and the proxy serving it.
 const suite = simSuite("rotation", { weights: "download", endpoint: { tls: "generated" } });

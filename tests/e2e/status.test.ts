@@ -15,7 +15,9 @@ import { leftovers } from "../sim/stacks";
 import { waitFor } from "../sim/util";
 import * as crypto from "node:crypto";
 import { parseSpec } from "../../components/spec/parseSpec";
-import { packTools, planCluster, toolsProgram } from "../../components/plan/plan";
+import { packTools } from "../../components/plan/hostCommands";
+import { planCluster } from "../../components/plan/plan";
+import { toolsProgram } from "../../components/plan/toolsProgram";
 
 const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("status");

@@ -455,7 +455,7 @@ def _wait(pid, out_log, deadline):
 
 
 def verdict_path(log_dir, rank):
-    """Where a passed check keeps its verdict: an update of the rank's command prints it again (components/plan/plan.ts)."""
+    """Where a passed check keeps its verdict: an update of the rank's command prints it again (components/plan/hostCommands.ts fabricRank)."""
     return os.path.join(log_dir, "fabric-rank%d.json" % rank)
 
 

@@ -1,5 +1,5 @@
 # The API key on every path of vLLM's HTTP server but /health: an ASGI middleware that `vllm serve --middleware
-# spark_vllm_tools.SparkVllmKeyGuard` loads on the head (components/plan/plan.ts vllmServeArgv), so that no account on the head
+# spark_vllm_tools.SparkVllmKeyGuard` loads on the head (components/plan/hostCommands.ts vllmServeArgv), so that no account on the head
 # that lacks the key gets anything from vLLM's loopback port (docs/security.md, "Who reaches vLLM on the head").
 #
 # Why: vLLM's own --api-key (VLLM_API_KEY) guards only some path prefixes: "/v1" up to 0.20.1 (vllm 0.20.1 wheel,

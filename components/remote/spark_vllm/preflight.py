@@ -153,14 +153,14 @@ def memory_facts():
 # triton/runtime/cache.py), Inductor's generated Python and pickled graphs (TORCHINDUCTOR_CACHE_DIR, torch/_inductor),
 # and, with HF_HOME = cacheDir, the hub's files (HF_HUB_CACHE = HF_HOME/hub, huggingface_hub constants.py) and
 # transformers' remote-code modules (HF_MODULES_CACHE = HF_HOME/modules, transformers utils/hub.py), imported with
-# trustRemoteCode. Whoever can write there runs code as that root. So, as for logDir (components/plan/plan.ts
+# trustRemoteCode. Whoever can write there runs code as that root. So, as for logDir (components/plan/hostCommands.ts
 # logDirChainCheck): every directory above cacheDir, on its literal and on its resolved path, is owned by root or the
 # SSH user and writable by no one else unless sticky; cacheDir itself is owned by root or the SSH user and writable
 # by no one else, sticky or not (else anyone could make a code cache there first); and every entry of the code caches
 # that exist is owned by root or the SSH user, writable by no one else, and links nowhere outside its cache. A group
 # write bit counts only when the group has someone else in it (Ubuntu's umask 002 for users with a private group,
 # login.defs USERGROUPS_ENAB, makes 775 folders).
-# Keep in step with containerEnv in components/plan/plan.ts (tests/test_cache_chain.py reads it).
+# Keep in step with containerEnv in components/plan/containers.ts (tests/test_cache_chain.py reads it).
 COMPILE_ROOT = "spark-vllm-compile"
 COMPILE_CACHES = {"spark-vllm-compile/vllm": "VLLM_CACHE_ROOT", "spark-vllm-compile/triton": "TRITON_CACHE_DIR",
                   "spark-vllm-compile/inductor": "TORCHINDUCTOR_CACHE_DIR"}

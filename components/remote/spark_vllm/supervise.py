@@ -1,4 +1,4 @@
-# The supervisor: the main process of every vLLM container (components/plan/plan.ts containerPlan). It re-runs what the
+# The supervisor: the main process of every vLLM container (components/plan/containers.ts containerPlan). It re-runs what the
 # launch commands declared, so a rebooted host or a dead Ray/vLLM process comes back without a person.
 #
 # A launch (components/plan/launches.ts) writes a record, RECORDS_DIR/<name>.json, after it started its process: the exact

@@ -1,7 +1,7 @@
 # Issue 41 item 3 (host half): model.cacheDir is mounted into the vLLM container, whose root loads code from under it
 # (VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR under <cacheDir>/spark-vllm-compile, and with HF_HOME =
 # cacheDir the hub's files and transformers' remote-code modules). The preflight applies the logDir chain rule
-# (components/plan/plan.ts logDirChainCheck) to it and to those code caches, before anything is pulled or created.
+# (components/plan/hostCommands.ts logDirChainCheck) to it and to those code caches, before anything is pulled or created.
 import os
 import re
 import unittest
@@ -151,7 +151,7 @@ class CacheChain(unittest.TestCase):
         self.assertEqual(problems[-1], "spark-b: spark-vllm:model.cacheDir: and %d more like these" % (30 - pf.CACHE_PROBLEMS_SHOWN))
 
     def test_the_code_caches_are_where_the_plan_points_the_container(self):
-        with open(os.path.join(ROOT, "components", "plan", "plan.ts")) as f:
+        with open(os.path.join(ROOT, "components", "plan", "containers.ts")) as f:
             plan = f.read()
         env = dict(re.findall(r'\["((?:VLLM_CACHE_ROOT|TRITON_CACHE_DIR|TORCHINDUCTOR_CACHE_DIR))", `\$\{spec\.model\.cacheDir\}/([^`]+)`\]', plan))
         self.assertEqual(env, {name: rel for rel, name in pf.COMPILE_CACHES.items()})

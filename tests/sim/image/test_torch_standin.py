@@ -152,7 +152,7 @@ class TorchStandIn(unittest.TestCase):
             self.assertIn("below 25% of the fabric link's line rate (200 Gb/s = 25.0 GB/s)", res["warnings"][0])
 
     def test_tcp_on_purpose(self):
-        # hcas: [] → NCCL_IB_DISABLE=1 (components/plan/plan.ts): sockets, no NET/IB line, no failure.
+        # hcas: [] → NCCL_IB_DISABLE=1 (components/plan/containers.ts): sockets, no NET/IB line, no failure.
         res = self.result(self.fabric(env={"NCCL_IB_HCA": None, "NCCL_IB_DISABLE": "1"})[0])
         self.assertEqual(res["transport"], "NET/Socket")
         self.assertEqual(res["hcas"], [])

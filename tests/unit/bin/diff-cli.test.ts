@@ -97,7 +97,7 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
             const got = Object.fromEntries(diffPlans(planOf(r), planOf(after))
                 .filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof|loaded)$/.test(c.name) && c.name !== n.of("weights-token") && !/^spark-proxy(-|$)/.test(c.name))
                 .map(c => [c.name, c.op]));
-            // Since issue 29 the weights commands check the real size against TP × PP × gpuMemoryUtilization (plan.ts
+            // Since issue 29 the weights commands check the real size against TP × PP × gpuMemoryUtilization (hostCommands.ts
             // weightsFitArgs): a change of those runs them again, and the compatibility check that follows them.
             const refit = /^vllm\.(gpuMemoryUtilization|tensorParallelSize|pipelineParallelSize)=/.test(change)
                 ? Object.fromEntries([...planOf(r).hosts.map(h => [n.host(h.host.name, "weights"), "replace"]), [n.of("compat"), "replace"]]) : {};

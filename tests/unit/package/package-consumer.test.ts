@@ -162,7 +162,7 @@ test("the installed package registers exactly what this checkout's own program r
     // The helper program, as the packed package produced it from dist/components/remote, is Python that compiles.
     const helper = ts.resources.filter(r => r.type === "command:remote:Command" && typeof r.inputs.stdin === "string" && r.inputs.stdin.length > 10_000);
     assert.ok(helper.length >= 2, "the helper program goes to every host on a command's stdin");
-    // It travels packed (components/plan/plan.ts packTools): unpacked as the tools command does, then compiled.
+    // It travels packed (components/plan/hostCommands.ts packTools): unpacked as the tools command does, then compiled.
     const compiled = spawnSync("python3", ["-c", "import base64, sys, zlib; compile(zlib.decompress(base64.b64decode(sys.stdin.read())), 'spark_vllm_tools.py', 'exec')"], { input: helper[0].inputs.stdin, encoding: "utf8" });
     assert.equal(compiled.status, 0, compiled.stderr);
 });

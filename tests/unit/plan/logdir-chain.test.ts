@@ -8,7 +8,8 @@ import * as os from "os";
 import * as path from "path";
 import { spawnSync } from "child_process";
 import { parseSpec } from "../../../components/spec/parseSpec";
-import { packTools, planCluster } from "../../../components/plan/plan";
+import { packTools } from "../../../components/plan/hostCommands";
+import { planCluster } from "../../../components/plan/plan";
 import { rawConfig } from "../../fixtures";
 
 const ROOT = { skip: process.getuid?.() !== 0 ? "needs root: chowns directories to another user" : undefined };

@@ -24,7 +24,7 @@ test("every launch record's URN is the real program's URN of the launch that wro
     for (const [stack, urns] of Object.entries(pinned)) {
         const plan = planCluster(parseSpec(readStackFile(ROOT, stack)));
         for (const h of plan.hosts) {
-            // What each host's launches record (plan.ts: rayLaunch on every Ray host, the head's vLLM, an mp worker's headless one).
+            // What each host's launches record (hostCommands.ts: rayLaunch on every Ray host, the head's vLLM, an mp worker's headless one).
             const records = [...(h.rayLaunch ? ["ray"] : []), ...(h.role === "head" || h.vllmLaunch ? ["vllm"] : [])];
             for (const name of records) {
                 const urn = launchUrn({ project: stackOwner(ROOT, stack).project, stack }, h.host.name, h.role === "head", name);

@@ -3,7 +3,8 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { parseSpec } from "../../../components/spec/parseSpec";
-import { cpuVllmSkips, planCluster } from "../../../components/plan/plan";
+import { cpuVllmSkips } from "../../../components/plan/hostCommands";
+import { planCluster } from "../../../components/plan/plan";
 import { planReport } from "../../../bin/plan-command";
 import { rawConfig, specProblems } from "../../fixtures";
 

@@ -12,7 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { joinTools, TOOLS_FILE, TOOLS_MODULES, toolsData, toolsModuleFiles, toolsProgram } from "../../../components/plan/toolsProgram";
 import { QWEN35_122B_FP8, QWEN3_30B_A3B, writeModel } from "../../sim/models";
-import { KEYGUARD_MIDDLEWARE, withPythonPath } from "../../../components/plan/plan";
+import { KEYGUARD_MIDDLEWARE, withPythonPath } from "../../../components/plan/hostCommands";
 import { hostSitePackages } from "../../sim/image-wheels";
 import { DEFAULT_RELEASES } from "../../sim/image";
 
