@@ -1,21 +1,5 @@
-/**
- * Exit codes of every spark-vllm command (listed in USAGE). Distinct, so a script or CI step
- * can tell a broken stack file from a policy failure from a typo on the command line.
- */
-export const EXIT = {
-    /** Done: the plan or diff was printed and every mandatory policy passes; diagnose found a root cause. */
-    ok: 0,
-    /** diagnose: no known root cause in the log. Any command: an unexpected failure (a bug; please report it). */
-    failure: 1,
-    /** Usage: unknown command, option or stack name, or a missing value; diagnose: the log cannot be read. */
-    usage: 2,
-    /** Config: the stack file is missing, unreadable, not YAML or not a stack file, the config is invalid, or a secret is in plain text; init: the hosts cannot form a cluster, or the stack file exists. */
-    config: 3,
-    /** A mandatory policy fails. */
-    policy: 4,
-    /** status: the cluster is not serving (a host unreachable, a container or process down, /health not 200). */
-    notServing: 5,
-} as const;
+// `spark-vllm COMMAND ...`: the usage, and each command run from its own module, loaded only when it runs.
+import { EXIT } from "./shared";
 
 const USAGE = `usage:
   spark-vllm plan --stack NAME [--json]   render what a stack would do, offline

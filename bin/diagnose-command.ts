@@ -1,9 +1,9 @@
 // `spark-vllm diagnose FILE|- [--json]`: the root cause of a vLLM log, offline.
-// Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input (bin/cli.ts EXIT).
+// Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input (bin/shared.ts EXIT).
 import { readFile } from "node:fs/promises";
 import { contextAround, normaliseLog } from "../components/knowledge/diagnosis";
 import { diagnoseWithNccl as diagnose } from "../components/knowledge/nccl";
-import { EXIT } from "./cli";
+import { EXIT } from "./shared";
 
 const USAGE = "usage: spark-vllm diagnose FILE|- [--json]   (- reads the log from stdin)";
 

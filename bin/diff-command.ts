@@ -16,8 +16,7 @@ import { COMMAND, CONTAINER, GATE, IMAGE, PlannedResource, plannedResources } fr
 import { KEPT } from "../components/plan/launches";
 import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/spec/givenTls";
 import { planResources, verdicts } from "../policies/offline";
-import { readStackFile, stackOwner } from "./plan-command";
-import { EXIT } from "./cli";
+import { EXIT, readStackFile, stackOwner } from "./shared";
 
 const USAGE = "usage: spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...] [--json] [--dir DIR]\n" +
     "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string\n" +

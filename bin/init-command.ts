@@ -9,8 +9,7 @@ import { DOCKER_SSH_OPTS } from "../components/plan/connection";
 import { HostResult, HostTarget, chooseStack, parseHostTarget, renderReport } from "../components/init/initChoose";
 import { initHostScript, parseHostFacts } from "../components/init/initFacts";
 import { show } from "../components/spec/showValue";
-import { EXIT } from "./cli";
-import { STACK_NAME } from "./plan-command";
+import { EXIT, STACK_NAME } from "./shared";
 
 const USAGE = "usage: spark-vllm init --stack NAME --host [USER@]ADDRESS[:PORT] [--host …] [--identity KEY] [--model ID] [--image REF] [--dir DIR] [--dry-run] [--force]";
 /** A host that answers nothing for this long is reported unreachable (as `spark-vllm status`). */

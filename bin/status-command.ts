@@ -3,8 +3,7 @@
 import { spawn } from "child_process";
 import { ClusterPlan, HostPlan } from "../components/plan/clusterPlan";
 import { HostReport, clusterStatus, hostStatusScript, parseHostOutput, renderStatus, sshArgv } from "../components/plan/status";
-import { EXIT } from "./cli";
-import { stackCommand, stackOwner } from "./plan-command";
+import { EXIT, stackCommand, stackOwner } from "./shared";
 
 const USAGE = "usage: spark-vllm status --stack NAME [--json] [--dir DIR]";
 /** A host that answers nothing for this long is reported unreachable. */

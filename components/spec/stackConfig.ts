@@ -68,7 +68,7 @@ export interface StackConfigOptions {
 /**
  * The raw config of our namespace, from a whole stack's config map (`spark-vllm:hosts` → value): every key,
  * known or not, so a misspelt key (`spark-vllm:vLLM`, `spark-vllm:modle`) is refused under `pulumi up`
- * (components/config.ts) with the same words as by `spark-vllm plan` (bin/plan-command.ts); both read through
+ * (components/config.ts) with the same words as by `spark-vllm plan` (bin/shared.ts readStackFile); both read through
  * here. Secrets become SECRET_SET or SECRET_IN_PLAIN_TEXT, so their text never reaches the spec or a message.
  * A key whose namespace is one or two edits from ours, or that has none, is kept so parseSpec can name it;
  * other namespaces (`docker:`, `pulumi:`) are left alone.

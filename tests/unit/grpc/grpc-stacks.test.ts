@@ -7,7 +7,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { REPO, deploy, mandatory } from "../../grpc/deploy";
 import { stackConfig } from "../../../scripts/preview";
-import { readStackFile } from "../../../bin/plan-command";
+import { readStackFile } from "../../../bin/shared";
 import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { GATE, plannedResources } from "../../../components/plan/resources";

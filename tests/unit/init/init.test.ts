@@ -11,7 +11,7 @@ import { initHostScript, ipv4OfGid, parseGpus, parseHostFacts, splitSections, ss
 import { parseSpec, unusableAddress } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { initCommand } from "../../../bin/init-command";
-import { readStackFile } from "../../../bin/plan-command";
+import { readStackFile } from "../../../bin/shared";
 
 const FIXTURES = path.join(__dirname, "..", "..", "fixtures", "init");
 const read = (file: string) => fs.readFileSync(path.join(FIXTURES, file), "utf8");

@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { diffPlans, setPath } from "../../../bin/diff-command";
-import { readStackFile, stackOwner } from "../../../bin/plan-command";
+import { readStackFile, stackOwner } from "../../../bin/shared";
 import { lookupImage } from "../../../components/knowledge/images";
 
 const ROOT = path.join(__dirname, "..", "..", "..");

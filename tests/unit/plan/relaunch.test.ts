@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { launchUrn, memoryGateUrns, replaceCommand } from "../../../components/plan/relaunch";
-import { readStackFile, stackOwner } from "../../../bin/plan-command";
+import { readStackFile, stackOwner } from "../../../bin/shared";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
 const pinned: Record<string, string[]> = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "fixtures", "stack-urns.json"), "utf8"));

@@ -13,7 +13,7 @@ import { RECORDS_DIR } from "../../../components/plan/launches";
 import { clusterStatus, hostStatusScript, parseHostOutput, renderStatus } from "../../../components/plan/status";
 import { launchUrn, memoryGateUrns, relaunchUrns, replaceCommand } from "../../../components/plan/relaunch";
 import { TOOLS_FILE, toolsProgram } from "../../../components/plan/toolsProgram";
-import { readStackFile, stackOwner } from "../../../bin/plan-command";
+import { readStackFile, stackOwner } from "../../../bin/shared";
 import { rawConfig } from "../../fixtures";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
