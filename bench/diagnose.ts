@@ -3,7 +3,7 @@
 // Every input is 2 MB. The single-line ones are shaped to make a pattern scan the rest of its line from each
 // of its starts (quadratic without components/knowledge/diagnosis.ts maxLineChars: minutes); each must be diagnosed in
 // under BUDGET_MS, or the bench fails. The many-line ones fill every line to the cap with such text: the
-// worst a cut line can cost, for the record. The Python twin (components/remote/spark_vllm/diagnosis.py,
+// worst a cut line can cost, for the record. The Python twin (components/hostProgram/spark_vllm/diagnosis.py,
 // which runs on the hosts) is timed on the same inputs when python3 is here. No root, no sim, a few seconds.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -81,7 +81,7 @@ function timePython(logs: string[], runs: number, dir: string): number[][] | und
         "print(json.dumps(out))",
     ].join("\n");
     const run = spawnSync("python3", ["-c", script, logsFile], {
-        cwd: path.join(ROOT, "components", "remote"),
+        cwd: path.join(ROOT, "components", "hostProgram"),
         encoding: "utf8",
         env: { ...process.env, SPARK_VLLM_DATA_FILE: dataFile },
         timeout: 600_000,

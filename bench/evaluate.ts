@@ -63,7 +63,7 @@ export function compileProgram(): string {
     const tsc = require.resolve("typescript/bin/tsc", { paths: [ROOT] });
     const r = spawnSync(process.execPath, [tsc, "-p", tsconfig], { cwd: ROOT, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`compiling the program for the bench failed: ${r.stdout}${r.stderr}`);
-    fs.cpSync(path.join(ROOT, "components", "remote"), path.join(dir, "components", "remote"), { recursive: true });
+    fs.cpSync(path.join(ROOT, "components", "hostProgram"), path.join(dir, "components", "hostProgram"), { recursive: true });
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"));
     fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "spark-vllm-bench-compiled", private: true }));
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: spark-vllm\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n");

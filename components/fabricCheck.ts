@@ -14,7 +14,7 @@ export interface FabricCheckArgs {
 
 /**
  * @internal The fabric, proven before any Ray or vLLM launch: one NCCL all-reduce rank per host in its container,
- * all at once (components/remote/spark_vllm/fabric.py). Fails when HCAs are configured but NCCL used sockets.
+ * all at once (components/hostProgram/spark_vllm/fabric.py). Fails when HCAs are configured but NCCL used sockets.
  */
 export class FabricCheck extends pulumi.ComponentResource {
     /** Per host, in plan order. */

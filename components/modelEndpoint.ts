@@ -55,7 +55,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         if (plan.servingProof) this.servingProof = wiring.command(names.of("serving-proof"), { parent: this }, keyLine);
         this.serving = this.servingProof ? this.servingProof.stdout.apply(out => {
             const figures = lastJsonLine(out) as { levels?: Record<string, number>[]; warnings?: string[]; ttftMeasures?: string };
-            // The first token is the first chunk with choices, reasoning or answer (components/remote/spark_vllm/serving.py).
+            // The first token is the first chunk with choices, reasoning or answer (components/hostProgram/spark_vllm/serving.py).
             for (const lv of figures.levels ?? [])
                 pulumi.log.info(`serving at concurrency ${lv.concurrency}: time to first token p50 ${lv.ttftP50Ms} ms, p95 ${lv.ttftP95Ms} ms` +
                     `${figures.ttftMeasures ? ` (${figures.ttftMeasures})` : ""}; ${lv.outputTokensPerSecond} output tokens/s` +

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the package into dist/: the TypeScript (components, bin, policies) compiled to JavaScript
 // with declarations by `tsc -p tsconfig.build.json`, plus the files the compiled code reads at run
-// time: the helper program (components/remote → dist/components/remote, where plan/toolsProgram.js looks for it
+// time: the helper program (components/hostProgram → dist/components/hostProgram, where plan/toolsProgram.js looks for it
 // relative to its own __dirname) and the policy pack's PulumiPolicy.yaml. Runs on `npm run build`,
 // and through `prepare` on `npm install` in a checkout, `npm pack` and `npm publish`.
 "use strict";
@@ -43,7 +43,7 @@ function main() {
             console.error(`build: tsc -p tsconfig.build.json failed (exit ${run.status ?? run.signal})`);
             return 1;
         }
-        copyTree(path.join(ROOT, "components", "remote"), path.join(out, "components", "remote"));
+        copyTree(path.join(ROOT, "components", "hostProgram"), path.join(out, "components", "hostProgram"));
         // The policy pack, runnable from the installed package: pulumi preview --policy-pack node_modules/spark-vllm/dist/policies
         fs.copyFileSync(path.join(ROOT, "policies", "PulumiPolicy.yaml"), path.join(out, "policies", "PulumiPolicy.yaml"));
         fs.writeFileSync(

@@ -11,13 +11,13 @@
 //                  gid_attrs/types/M,gid_attrs/ndevs/M} (types: "IB/RoCE v1" or "RoCE v2").
 //   [net-sysfs]    Linux Documentation/ABI/testing/sysfs-class-net: carrier (reading it on a down interface fails with
 //                  EINVAL), speed (Mbit/s), mtu, operstate.
-//   [preflight]    components/remote/spark_vllm/preflight.py: the same nvidia-smi query, `docker version`/`docker info`
+//   [preflight]    components/hostProgram/spark_vllm/preflight.py: the same nvidia-smi query, `docker version`/`docker info`
 //                  runtimes and hook binaries, `ip -j addr` (netlink: the host's own network namespace, where sysfs may show
 //                  another's, as on the simulated hosts, tests/sim/README.md), and the RoCE v2 IPv4 GID rule.
 //   [sshkey]       openssh-portable sshkey.c sshkey_fingerprint_raw/fingerprint_b64: `ssh-keygen -l` prints
 //                  "SHA256:" + base64(sha256(key blob)) with the trailing "=" removed.
 //   [hf-cache]     huggingface_hub "Understand caching": <cache>/hub/models--<org>--<name>/{blobs,refs,snapshots}
-//                  (as components/remote/spark_vllm/weights.py reads it).
+//                  (as components/hostProgram/spark_vllm/weights.py reads it).
 import { createHash } from "crypto";
 import { script, shq } from "../plan/scripts";
 

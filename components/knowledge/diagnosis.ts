@@ -2,7 +2,7 @@
 //
 // The catalog below is the one source of truth: `diagnose` uses it here, and
 // `diagnosisData()` hands it as JSON to the helper program's Python twin
-// (components/remote/spark_vllm/diagnosis.py) that runs on the host. Patterns are therefore written in
+// (components/hostProgram/spark_vllm/diagnosis.py) that runs on the host. Patterns are therefore written in
 // the regex subset that means the same in JavaScript (compiled with the `s`
 // flag, so `.` matches any character of a line, as in Python) and Python `re`:
 // no \d \w \s \b (Unicode-aware in Python), no lookbehind, no named groups.
@@ -429,7 +429,7 @@ export function contextAround(log: string, lineText: string, before = 10, after 
     return lines.slice(Math.max(0, at - before), at + after + 1);
 }
 
-/** The catalog and line syntax as JSON data, for the helper's Python twin (components/remote/spark_vllm/diagnosis.py). */
+/** The catalog and line syntax as JSON data, for the helper's Python twin (components/hostProgram/spark_vllm/diagnosis.py). */
 export function diagnosisData(): { catalog: readonly CatalogEntry[]; syntax: typeof LOG_SYNTAX; maxLineChars: number } {
     return { catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX, maxLineChars };
 }

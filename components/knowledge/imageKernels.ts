@@ -31,7 +31,7 @@ export function imagesCarrying(quantization: KernelQuantization, capability = GB
  * The image problem of serving a `quantization` model on this image: a warning, since the catalog does not say whether
  * an FP8 checkpoint is block-quantized, vLLM may pick another kernel (FlashInfer's FP8 GEMM; Marlin for NVFP4), and the
  * compatibility check on the head asks the image's vLLM and runs the kernel itself before launch
- * (components/remote/spark_vllm/kernels.py, which refuses). undefined when nothing is known to be wrong.
+ * (components/hostProgram/spark_vllm/kernels.py, which refuses). undefined when nothing is known to be wrong.
  */
 export function quantizationKernelProblem(image: KnownImage, quantization: Quantization, model: string, capability = GB10_CAPABILITY): ImageProblem | undefined {
     if (!isKernelQuantization(quantization)) return undefined;

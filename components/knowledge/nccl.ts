@@ -1,6 +1,6 @@
 // NCCL's INFO/WARN output: the transport each channel used, whether NCCL looked for IB/RoCE
 // devices, found none and fell back to sockets, and the cause line of bootstrap failures.
-// Pure: no Pulumi, no I/O. The same reading as the fabric check's (components/remote/spark_vllm/fabric.py).
+// Pure: no Pulumi, no I/O. The same reading as the fabric check's (components/hostProgram/spark_vllm/fabric.py).
 //
 // Every line shape below is NCCL's, cited from NVIDIA/nccl at tag v2.28.9-1 and checked against
 // the real logs in tests/fixtures/nccl/ (NCCL 2.28.9, torch 2.11.0 on two H200s; README there).
@@ -217,7 +217,7 @@ export function refineNcclDiagnosis(d: Diagnosis | undefined, log: string): Nccl
     return d && withTransport(d);
 }
 
-/** One size of the fabric check's all-reduce (components/remote/spark_vllm/fabric.py). */
+/** One size of the fabric check's all-reduce (components/hostProgram/spark_vllm/fabric.py). */
 export interface FabricSizeResult {
     bytes: number;
     timeUs: number;

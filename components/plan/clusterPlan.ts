@@ -69,17 +69,17 @@ export interface HostPlan {
     vllmLaunch?: CommandPlan;
     /**
      * Two or more hosts, unless `probes.fabric` is false: this host's rank of the NCCL all-reduce across the hosts
-     * (components/remote/spark_vllm/fabric.py), run in its container before any launch. Every rank runs at once.
+     * (components/hostProgram/spark_vllm/fabric.py), run in its container before any launch. Every rank runs at once.
      */
     fabricRank?: CommandPlan;
     /**
      * Before every vLLM launch: drops the page cache on the host, then compares free memory as CUDA sees it
-     * in the container with what vLLM will ask for (unified memory; components/remote/spark_vllm/memory.py).
+     * in the container with what vLLM will ask for (unified memory; components/hostProgram/spark_vllm/memory.py).
      */
     memoryGate: CommandPlan;
     /**
      * Once the endpoint answered: free memory left in this host's container with vLLM loaded (CUDA free, MemAvailable),
-     * a warning below LOW_AFTER_LOAD_GIB (components/remote/spark_vllm/memory.py memory-after-load; docs/memory.md).
+     * a warning below LOW_AFTER_LOAD_GIB (components/hostProgram/spark_vllm/memory.py memory-after-load; docs/memory.md).
      */
     memoryAfterLoad: CommandPlan;
 }

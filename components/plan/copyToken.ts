@@ -2,7 +2,7 @@
 //
 // The head's copy server holds the stack's copy token; each worker's copy receives only its own token, derived from
 // it, so the token a request carries names the worker, and a worker can neither report another one done nor act
-// as the server. Mirrored by worker_token in components/remote/spark_vllm/weights_source.py (tests/unit/plan/weights-copy.test.ts
+// as the server. Mirrored by worker_token in components/hostProgram/spark_vllm/weights_source.py (tests/unit/plan/weights-copy.test.ts
 // checks that both give the same token).
 import * as crypto from "crypto";
 

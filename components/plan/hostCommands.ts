@@ -188,7 +188,7 @@ export function weights(spec: ClusterSpec, host: HostSpec, hasToken: boolean): C
 
 /**
  * head-then-copy: the head's file server for its snapshot, on its fabric address, run in the foreground of this
- * command while the workers copy (components/remote/spark_vllm/weights_source.py): it needs the copy token (stdin),
+ * command while the workers copy (components/hostProgram/spark_vllm/weights_source.py): it needs the copy token (stdin),
  * and it ends once every worker has reported its copy, so nothing serves the weights after `up`. A server left by an
  * interrupted run is stopped first, and by delete (its pid file).
  */
@@ -310,7 +310,7 @@ export function vllmServeArgv(spec: ClusterSpec, rank = 0): string[] {
         "--host", "127.0.0.1",
         "--port", String(vllm.internalPort),
         // The API key on every path but /health, for the head's own accounts too (vLLM's --api-key guards only /v1):
-        // components/remote/spark_vllm/keyguard.py, imported from the helper program (vllmLaunch puts logDir on PYTHONPATH).
+        // components/hostProgram/spark_vllm/keyguard.py, imported from the helper program (vllmLaunch puts logDir on PYTHONPATH).
         ...(rank === 0 ? ["--middleware", KEYGUARD_MIDDLEWARE] : []),
         "--gpu-memory-utilization", String(vllm.gpuMemoryUtilization),
         ...(vllm.maxModelLen !== undefined ? ["--max-model-len", String(vllm.maxModelLen)] : []),
@@ -428,7 +428,7 @@ function skippedCommand(spec: ClusterSpec, host: HostSpec, step: string): Comman
 }
 
 /**
- * The memory gate (components/remote/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
+ * The memory gate (components/hostProgram/spark_vllm/memory.py): on the host, drop the page cache (with root, sudo -n,
  * or a throw-away privileged container of the pinned image); then, in this host's container, free memory as
  * CUDA reports it against gpuMemoryUtilization x total, which is what vLLM itself asks for at start-up.
  */

@@ -1,4 +1,4 @@
-// What a launch leaves behind so the container's supervisor can run it again (components/remote/spark_vllm/
+// What a launch leaves behind so the container's supervisor can run it again (components/hostProgram/spark_vllm/
 // supervise.py): a record of the exact argv, never a secret. Pure: records and shell lines as data. No Pulumi.
 //
 // After a host reboots, Docker starts the container again under its restart policy ("unless-stopped": started again

@@ -3,7 +3,7 @@
 // Every container the program creates carries the owner's labels, and every process in it the owner's
 // environment variable (`docker exec` runs with the container's environment). The preflight (and the helper
 // program's install, before it writes anything) lists the host's labelled containers and refuses a host that
-// another stack holds (components/remote/spark_vllm/ownership.py). "Since when" is not a label: a time in an
+// another stack holds (components/hostProgram/spark_vllm/ownership.py). "Since when" is not a label: a time in an
 // input would make every run a change. Docker records it on the host at create (the container's `Created`).
 import { ClusterSpec } from "../spec/spec";
 

@@ -6,7 +6,7 @@
 // self.verify_token(headers)`), under GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere") later
 // (vllm/entrypoints/serve/utils/server_utils.py), so /invocations, /tokenize, /pooling, /score, /rerank, /classify and
 // /metrics answer anyone who reaches the port (vLLM's docs/usage/security.md). On the head's loopback vLLM's key guard
-// (components/remote/spark_vllm/keyguard.py) asks the key on every path but /health; nginx on the head publishes
+// (components/hostProgram/spark_vllm/keyguard.py) asks the key on every path but /health; nginx on the head publishes
 // vllm.port: /health (GET or HEAD, no body) without a key, the routes in FORWARDED_PATHS with it, everything else 401
 // without the key and 404 with it; a request whose target is not a plain path is refused before any location is chosen.
 import { ClusterSpec } from "../spec/spec";

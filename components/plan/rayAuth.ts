@@ -6,7 +6,7 @@
 //   (src/ray/rpc/authentication/authentication_mode.cc reads RayConfig AUTH_MODE, i.e. RAY_AUTH_MODE). A Ray older
 //   than 2.52 has no such setting and ignores the variable, so the one container environment serves both: Ray itself
 //   decides whether the cluster is authenticated, and the compatibility check warns when it cannot be
-//   (components/remote/spark_vllm/compat.py).
+//   (components/hostProgram/spark_vllm/compat.py).
 // - the token is read from RAY_AUTH_TOKEN, else from the first line of the file RAY_AUTH_TOKEN_PATH names, else
 //   ~/.ray/auth_token (src/ray/rpc/authentication/authentication_token_loader.cc). We use the file: an environment
 //   variable would be in every process's environment (vLLM copies environment to its Ray workers) and a `docker exec

@@ -82,7 +82,7 @@ export interface HostReport {
     rayError?: string;
     /**
      * MemAvailable and MemTotal; with vLLM running, also CUDA's free figure, the one vLLM calls free (freeGiB, by its
-     * version's rule) and a warning below 4 GiB (components/remote/spark_vllm/memory.py LOW_AFTER_LOAD_GIB).
+     * version's rule) and a warning below 4 GiB (components/hostProgram/spark_vllm/memory.py LOW_AFTER_LOAD_GIB).
      */
     memory?: { availableGiB: number | null; totalGiB: number | null; cudaFreeGiB?: number; freeGiB?: number; freeSource?: string; warning?: string };
     /** The launches whose marker names the record in place now (an older launch's marker does not count). */

@@ -18,7 +18,7 @@ import { answerOf, chatCurl, exportLine, noKeyCurl, runShown } from "./talk";
 /**
  * The stand-in's load and compile times for the demo (tests/sim/README.md, faults `load_seconds`, `compile_seconds`):
  * long enough that the endpoint probe prints its progress line (every 10 s, PROGRESS_EVERY in
- * components/remote/spark_vllm/common.py) with vLLM's last progress from its log.
+ * components/hostProgram/spark_vllm/common.py) with vLLM's last progress from its log.
  */
 const DEMO_PACE = { load_seconds: 6, compile_seconds: 8 };
 

@@ -1,7 +1,7 @@
 // After vLLM dies while loading: what brings it back. The endpoint probe fails, but the vLLM launch's create had
 // succeeded (it only starts the process) and stays in the state; the command provider has no Read, so fixing the cause
 // and running a plain `pulumi up` again re-runs only the failed probe, which fails again, and the supervisor never
-// relaunches a launch that was never proven (components/remote/spark_vllm/supervise.py). `pulumi up --replace` of
+// relaunches a launch that was never proven (components/hostProgram/spark_vllm/supervise.py). `pulumi up --replace` of
 // every host's memory gate does: each gate (delete-before-replace) stops vLLM, drops the page cache and checks memory,
 // the launch lists the gates in replacedBy, the probe the launch (components/plan/resources.ts, section 8); what
 // the probe's failure, `spark-vllm status` and docs/troubleshooting.md tell the user to run. A target not in the stack fails the up before

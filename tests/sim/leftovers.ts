@@ -39,7 +39,7 @@ const SIM_NETNS = /^sv\d*-/;
 const SIM_LINK = /^(svbr\d+|sv\d*-[\w-]+)(@\S*)?$/;
 const SIM_CGROUP = /^(spark-vllm-sim-|svsim\d+-)/;
 const SIM_FIREWALL = /--comment "?(spark-vllm-sim|svsim\d+)"?( |$)/;
-// Temp names: the tests' own (tests/tempDir.ts, tests/e2e/suite.ts, components/remote/tests scratch_dir: spark-vllm-*),
+// Temp names: the tests' own (tests/tempDir.ts, tests/e2e/suite.ts, components/hostProgram/tests scratch_dir: spark-vllm-*),
 // the sim's, and the real vLLM's torch FileStore (vllm 0.32.0 vllm/utils/network_utils.py get_file_store_init_method).
 const TEST_TEMP = /^(spark-vllm-|sim-|vllm-sim-|vllm_dist_)/;
 

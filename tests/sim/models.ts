@@ -95,7 +95,7 @@ export function tinySafetensors(): Buffer {
 
 /**
  * A safetensors file whose header declares `bytes` of one FP8 tensor, without the data: the weights command reads
- * headers for the model's size (components/remote/spark_vllm/weights_size.py), so a sim host holds a model of any
+ * headers for the model's size (components/hostProgram/spark_vllm/weights_size.py), so a sim host holds a model of any
  * declared size in a few hundred bytes. vLLM would refuse the file at load; the size check refuses it first.
  */
 export function declaredSafetensors(bytes: number): Buffer {

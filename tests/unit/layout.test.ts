@@ -14,7 +14,7 @@ const ROOT = path.join(__dirname, "..", "..");
 function sources(dir: string): string[] {
     return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap(e => {
         const rel = `${dir}/${e.name}`;
-        if (e.isDirectory()) return e.name === "remote" || e.name === "node_modules" ? [] : sources(rel);
+        if (e.isDirectory()) return e.name === "hostProgram" || e.name === "node_modules" ? [] : sources(rel);
         return e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [rel] : [];
     });
 }

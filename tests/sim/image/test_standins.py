@@ -594,7 +594,7 @@ class VerifyToken(unittest.TestCase):
 
 
 class VllmOpsStandIn(unittest.TestCase):
-    """vllm._custom_ops as the compat check asks it (components/remote/spark_vllm/kernels.py): the capability queries and
+    """vllm._custom_ops as the compat check asks it (components/hostProgram/spark_vllm/kernels.py): the capability queries and
     the CUTLASS FP8 GEMM / NVFP4 quantization kernels, answering as vLLM's C++ does for release.json vllm_kernels."""
 
     def setUp(self):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The stand-in torch (tests/sim/image/python/torch) under the fabric check's own program
-(components/remote/spark_vllm/fabric.py): two ranks as two local processes on loopback, each
+(components/hostProgram/spark_vllm/fabric.py): two ranks as two local processes on loopback, each
 its own "host" (own HF_HOME, so own fault switches). No root, no Docker.
 
 Run:  python3 tests/sim/image/test_torch_standin.py      (about 10 s)
@@ -20,7 +20,7 @@ sys.dont_write_bytecode = True  # nothing written into the image tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.join(HERE, "python")
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
-FABRIC = os.path.join(ROOT, "components", "remote", "spark_vllm", "fabric.py")
+FABRIC = os.path.join(ROOT, "components", "hostProgram", "spark_vllm", "fabric.py")
 SPARK_HCAS = "rocep1s0f1,roceP2p1s0f1"
 
 

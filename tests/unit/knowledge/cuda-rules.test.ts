@@ -22,7 +22,7 @@ const CASES: Array<[string[], [number, number]]> = [
 test("cuda.py's kernels_run_on gives images.ts's verdicts (runs, and through which target)", () => {
     const script = `import json, sys\nfrom spark_vllm.cuda import kernels_run_on\nprint(json.dumps([kernels_run_on(a, tuple(c))[:2] for a, c in json.load(sys.stdin)]))`;
     const r = spawnSync("python3", ["-c", script], {
-        input: JSON.stringify(CASES), encoding: "utf8", cwd: path.join(__dirname, "..", "..", "..", "components", "remote"),
+        input: JSON.stringify(CASES), encoding: "utf8", cwd: path.join(__dirname, "..", "..", "..", "components", "hostProgram"),
     });
     assert.equal(r.status, 0, r.stderr);
     const python = JSON.parse(r.stdout) as Array<[boolean, string | null]>;

@@ -196,7 +196,7 @@ test("the sim's stand-in torch prints NCCL lines this parser reads as it reads t
             mkdirSync(home, { recursive: true });
             writeFileSync(path.join(home, "sim-faults.json"), JSON.stringify(faults));
             const args = { rank, worldSize: 2, masterAddr: "127.0.0.1", masterPort: port, logDir: log, sizes: [1 << 20], iters: 2, warmup: 1, timeoutSeconds: 10 };
-            const child = spawn("python3", [path.join(repo, "components/remote/spark_vllm/fabric.py"), JSON.stringify(args)], {
+            const child = spawn("python3", [path.join(repo, "components/hostProgram/spark_vllm/fabric.py"), JSON.stringify(args)], {
                 env: {
                     PATH: process.env.PATH, PYTHONDONTWRITEBYTECODE: "1", PYTHONPATH: path.join(repo, "tests/sim/image/python"),
                     HF_HOME: home, NVIDIA_VISIBLE_DEVICES: "all", NCCL_SOCKET_IFNAME: "lo", NCCL_IB_HCA: "rocep1s0f1,roceP2p1s0f1",

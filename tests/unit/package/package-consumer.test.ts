@@ -124,7 +124,7 @@ test("npm pack ships the compiled package, the helper program, the policy pack a
     }
     for (const f of ["dist/components/index.js", "dist/components/index.d.ts", "dist/bin/cli.js", "dist/policies/index.js", "dist/policies/PulumiPolicy.yaml", "docs/configuration.md"])
         assert.ok(files.includes(f), `${f} is missing from the package`);
-    assert.ok(files.some(f => f.startsWith("dist/components/remote/") && f.endsWith(".py")), "the helper program's Python sources are in the package");
+    assert.ok(files.some(f => f.startsWith("dist/components/hostProgram/") && f.endsWith(".py")), "the helper program's Python sources are in the package");
     // The policy pack, runnable as `pulumi preview --policy-pack node_modules/spark-vllm/dist/policies`.
     const pack = path.join(consumer, "node_modules", "spark-vllm", "dist", "policies");
     assert.equal(JSON.parse(fs.readFileSync(path.join(pack, "package.json"), "utf8")).main, "index.js");
@@ -159,7 +159,7 @@ test("the installed package registers exactly what this checkout's own program r
     assert.deepEqual(names(ts), names(own), "resources by type and name");
     const stdin = (rs: Recorded[]) => rs.filter(r => r.type === "command:remote:Command").map(r => [r.name, r.inputs.stdin ?? null]);
     assert.deepEqual(stdin(ts.resources), stdin(own.resources as Recorded[]), "every command's stdin, the helper program included");
-    // The helper program, as the packed package produced it from dist/components/remote, is Python that compiles.
+    // The helper program, as the packed package produced it from dist/components/hostProgram, is Python that compiles.
     const helper = ts.resources.filter(r => r.type === "command:remote:Command" && typeof r.inputs.stdin === "string" && r.inputs.stdin.length > 10_000);
     assert.ok(helper.length >= 2, "the helper program goes to every host on a command's stdin");
     // It travels packed (components/plan/hostCommands.ts packTools): unpacked as the tools command does, then compiled.

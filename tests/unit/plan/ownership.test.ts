@@ -47,7 +47,7 @@ test("every container carries the stack's labels, and every process in it the st
 });
 
 test("the label keys are the ones the host-side check reads", () => {
-    const py = fs.readFileSync(path.join(__dirname, "../../../components/remote/spark_vllm/ownership.py"), "utf8");
+    const py = fs.readFileSync(path.join(__dirname, "../../../components/hostProgram/spark_vllm/ownership.py"), "utf8");
     const m = /^LABELS = (\{[^}]*\})/m.exec(py);
     assert.ok(m, "LABELS in ownership.py");
     assert.deepEqual(JSON.parse(m[1].replace(/\n\s*/g, " ")), OWNER_LABELS);

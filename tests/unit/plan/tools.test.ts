@@ -1,4 +1,4 @@
-// The helper program that runs on the hosts (components/remote), run here against the
+// The helper program that runs on the hosts (components/hostProgram), run here against the
 // stand-in vLLM package, a real local `vllm serve` stand-in and the sim image's real transformers (from PyPI, pinned:
 // tests/sim/image-wheels.ts; fetched once per machine into ~/.cache/spark-vllm). No root, no Docker.
 import { workerCopyToken } from "../../../components/plan/copyToken";

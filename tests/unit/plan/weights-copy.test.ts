@@ -88,7 +88,7 @@ test("server and copies start together, are replaced together, and compat waits 
 });
 
 test("the server derives each worker's token as the program does (weights_source.py worker_token)", () => {
-    const remote = path.join(__dirname, "..", "..", "..", "components", "remote");
+    const remote = path.join(__dirname, "..", "..", "..", "components", "hostProgram");
     for (const host of ["spark-b", "spark-c", "node-07"]) {
         const py = execFileSync("python3", ["-c", "import sys; from spark_vllm.weights_source import worker_token; print(worker_token(sys.argv[1], sys.argv[2]))", COPY_TOKEN, host], { cwd: remote, encoding: "utf8" }).trim();
         assert.equal(py, workerCopyToken(COPY_TOKEN, host), host);

@@ -1,5 +1,5 @@
 """Stand-in `torch` for the simulated Sparks: only what the fabric check
-(components/remote/spark_vllm/fabric.py), the compat check's first kernel (spark_vllm/cuda.py) and its run of vLLM's
+(components/hostProgram/spark_vllm/fabric.py), the compat check's first kernel (spark_vllm/cuda.py) and its run of vLLM's
 own kernels (spark_vllm/kernels.py: FP8/uint8 dtypes, Tensor.to, Tensor.t) use: tensors that are a size and one value each, torch.cuda (one GB10) and torch.distributed's
 NCCL path (torch/distributed/__init__.py).
 Versions, memory and CUDA facts: the GB10 model shared with the vLLM stand-in (torch/_sim_gb10.py)."""

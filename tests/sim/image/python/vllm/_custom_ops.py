@@ -1,5 +1,5 @@
 """Stand-in for vllm._custom_ops: the capability queries and the two kernels the compat check runs
-(components/remote/spark_vllm/kernels.py), answering as vLLM's C++ does for the compiled arch sets of this image
+(components/hostProgram/spark_vllm/kernels.py), answering as vLLM's C++ does for the compiled arch sets of this image
 (simcommon.vllm_kernels(): release.json vllm_kernels) on the simulated GB10 (12.1). Sources, vLLM 0.10.1.1-0.33.0:
 
 - cutlass_scaled_mm_supports_fp8 / _block_fp8: csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu (cutlass_w8a8/ in

@@ -1,5 +1,5 @@
 """torch.distributed stand-in: init_process_group over TCP between hosts, NCCL's all_reduce and
-barrier, destroy_process_group, for the fabric check (components/remote/spark_vllm/fabric.py).
+barrier, destroy_process_group, for the fabric check (components/hostProgram/spark_vllm/fabric.py).
 
 How it behaves, like torch 2.11 with NCCL 2.28.9 (the real run in tests/fixtures/nccl/):
 - init_process_group("nccl", "tcp://ADDR:PORT" or "env://", rank, world_size, timeout): rank 0

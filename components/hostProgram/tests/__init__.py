@@ -1,6 +1,6 @@
 # Tests of the helper's modules, each alone. Run from the repository root:
 #
-#   python3 -m unittest discover -s components/remote/tests -t components/remote
+#   python3 -m unittest discover -s components/hostProgram/tests -t components/hostProgram
 #
 # The modules read the TypeScript catalogs through spark_vllm/data.py. Unless SPARK_VLLM_DATA_FILE
 # already names a JSON file, this writes toolsData() (components/plan/toolsProgram.ts) to a temporary

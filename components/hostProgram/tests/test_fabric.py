@@ -1,7 +1,7 @@
 """Pure parts of spark_vllm/fabric.py over the real NCCL logs in tests/fixtures/nccl/.
 
 Run from the repository root:
-  python3 -m unittest discover -s components/remote/tests -t components/remote
+  python3 -m unittest discover -s components/hostProgram/tests -t components/hostProgram
 fabric.py is loaded by path, so this needs neither torch nor the package layout.
 """
 import importlib.util

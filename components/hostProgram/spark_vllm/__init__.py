@@ -1,2 +1,2 @@
 # spark-vllm's helper program as modules. Shipped joined into one file by
-# components/plan/toolsProgram.ts; see components/remote/README.md.
+# components/plan/toolsProgram.ts; see components/hostProgram/README.md.
