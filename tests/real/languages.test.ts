@@ -1,11 +1,11 @@
-// The component package (provider/) from Python and YAML programs on the real Pulumi: `pulumi package add provider`
+// The component package (provider/) from Python, Go and YAML programs on the real Pulumi: `pulumi package add provider`
 // generates the SDK (the Python one installed into the example's venv by the CLI), and the example previews the
 // committed stack offline, with and without the policy pack, registering the resources the TypeScript program
 // (index.ts) registers on the same stack file, with the same names and types, and drawing the same policy verdicts.
 // The package's own SparkCluster adds one component around the library's (same type, same name): the only difference.
 // Each preview runs in a network namespace with only loopback up, as tests/real/preview.test.ts does. Needs root.
 // The language hosts are found beside the CLI or on PATH (built by hand, as the Node.js one: docs/testing.md); the
-// Python SDK `pulumi` comes from PyPI (3.272.0, the newest there for this CLI: PyPI's pulumi release list).
+// Python SDK `pulumi` comes from PyPI and the Go one from the module proxy (tests/real/packageProject.ts).
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "child_process";
@@ -14,25 +14,12 @@ import * as path from "path";
 import * as yaml from "js-yaml";
 import { findRealPulumi } from "../engine/real";
 import { testTempDir } from "../tempDir";
+import { LANGUAGES, Language, addPackage, buildPackage, languageHost, languageHostsLine } from "./packageProject";
 
 const REPO = path.join(__dirname, "..", "..");
-/** The Python SDK from PyPI: `pulumi` 3.276.0 is not published there; 3.272.0 is the newest. */
-const PYTHON_PULUMI = "pulumi==3.272.0";
-const LANGUAGES = ["python", "yaml", "go"] as const;
-type Language = (typeof LANGUAGES)[number];
-
 const { found: real, missing } = findRealPulumi();
-/** A language host is found where the CLI looks for it: beside the CLI, or on PATH (the Python one needs its -exec shim). */
-function languageHost(language: Language): string | undefined {
-    const dirs = [real?.dir, ...(process.env.PATH ?? "").split(":")].filter((d): d is string => !!d);
-    for (const dir of dirs) {
-        const host = path.join(dir, `pulumi-language-${language}`);
-        if (fs.existsSync(host) && (language !== "python" || fs.existsSync(path.join(dir, "pulumi-language-python-exec")))) return host;
-    }
-    return undefined;
-}
-const hosts = Object.fromEntries(LANGUAGES.map(l => [l, languageHost(l)])) as Record<Language, string | undefined>;
-console.log(`# language hosts: ${LANGUAGES.map(l => `${l} ${hosts[l] ?? "not found"}`).join("; ")}`);
+const hosts = Object.fromEntries(LANGUAGES.map(l => [l, languageHost(l, real)])) as Record<Language, string | undefined>;
+console.log(`# ${languageHostsLine(real)}`);
 const skipAll = real ? (process.getuid?.() === 0 ? false : "needs root (a network namespace per preview)") : `the real Pulumi is not installed: ${missing.join("; ")}`;
 const skipFor = (language: Language) => skipAll || (hosts[language] ? false : `pulumi-language-${language} is not installed (beside ${real?.dir} or on PATH)`);
 
@@ -64,21 +51,12 @@ function project(language: Language | "typescript", stack: string, config?: Reco
         const doc = yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
         doc.main = path.relative(dir, path.join(REPO, String(doc.main)));
         fs.writeFileSync(path.join(dir, "Pulumi.yaml"), yaml.dump(doc));
-    } else fs.cpSync(path.join(REPO, "examples", language), dir, { recursive: true });
+    }
     const file = path.join(dir, `Pulumi.${stack}.yaml`);
     if (config) fs.writeFileSync(file, yaml.dump({ config }));
     else fs.copyFileSync(path.join(REPO, `Pulumi.${stack}.yaml`), file);
     fs.mkdirSync(path.join(dir, "backend"));
-    if (language === "python") {
-        // The venv Pulumi.yaml names (virtualenv: venv), with the SDK from PyPI; `package add` installs the generated SDK into it.
-        const venv = spawnSync("sh", ["-c", `python3 -m venv venv && venv/bin/pip install -q '${PYTHON_PULUMI}'`], { cwd: dir, encoding: "utf8" });
-        assert.equal(venv.status, 0, `${venv.stdout}${venv.stderr}`);
-    }
-    if (language !== "typescript") {
-        const add = pulumi(dir, ["package", "add", path.join(REPO, "provider")], false);
-        assert.equal(add.status, 0, add.output);
-        assert.match(add.output, /Added package spark-vllm/);
-    }
+    if (language !== "typescript") addPackage(language, dir, args => pulumi(dir, args, false));
     const init = pulumi(dir, ["stack", "init", stack, "--secrets-provider", "passphrase"]);
     assert.equal(init.status, 0, init.output);
     return dir;
@@ -111,9 +89,7 @@ let reference: { created: string[]; verdicts: string[] } | undefined;
 
 describe("the component package from Python, YAML and Go on the real Pulumi, offline", { skip: skipAll }, () => {
     before(() => {
-        // package.json "main" of provider/ is the build (../dist/provider/index.js): build what this checkout has.
-        const build = spawnSync("node", [path.join(REPO, "scripts/build.js")], { cwd: REPO, encoding: "utf8" });
-        assert.equal(build.status, 0, `${build.stdout}${build.stderr}`);
+        buildPackage();
         const dir = project("typescript", STACK);
         reference = preview(dir, STACK, "spark-vllm");
         assert.ok(reference.created.length > 20, reference.created.join("\n"));
