@@ -108,6 +108,27 @@ describe("the component package from Python, YAML and Go on the real Pulumi, off
         });
     }
 
+    test("yaml: a fresh checkout (the committed tree, no node_modules, no build) is installed and built by package add, then previews", { skip: skipFor("yaml") }, () => {
+        // As a git URL's clone: `npm install` in provider/ (the CLI's) runs its prepare, `npm ci` at the root (from the
+        // npm registry), which builds dist/. The committed tree: CI runs a clean clone.
+        const checkout = testTempDir("lang-checkout");
+        temps.push(checkout);
+        const archive = spawnSync("sh", ["-c", `git -C '${REPO}' archive HEAD | tar -x -C '${checkout}'`], { encoding: "utf8" });
+        assert.equal(archive.status, 0, archive.stderr);
+        assert.ok(!fs.existsSync(path.join(checkout, "node_modules")) && !fs.existsSync(path.join(checkout, "dist")));
+        const dir = testTempDir("lang-yaml-checkout");
+        temps.push(dir);
+        fs.cpSync(path.join(REPO, "examples", "yaml"), dir, { recursive: true });
+        fs.copyFileSync(path.join(REPO, `Pulumi.${STACK}.yaml`), path.join(dir, `Pulumi.${STACK}.yaml`));
+        fs.mkdirSync(path.join(dir, "backend"));
+        const add = pulumi(dir, ["package", "add", path.join(checkout, "provider")], false);
+        assert.equal(add.status, 0, add.output);
+        assert.ok(fs.existsSync(path.join(checkout, "dist", "provider", "index.js")), "prepare built the checkout");
+        assert.equal(pulumi(dir, ["stack", "init", STACK, "--secrets-provider", "passphrase"]).status, 0);
+        const got = preview(dir, STACK, "spark-vllm");
+        assert.deepEqual(got.created.filter((r, i) => i !== got.created.indexOf("spark-vllm:index:SparkCluster spark")), reference!.created);
+    });
+
     test("python: a stack with a token in extraArgs and a 10 GbE interface fails the pack with both policies' messages", { skip: skipFor("python") }, () => {
         const config = structuredClone((yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.spark.yaml"), "utf8")) as { config: Record<string, any> }).config);
         config["spark-vllm:vllm"].extraArgs = ["--tokenizer", "hf_abcdefghijklmnopqrstuvwxyz0123456789"];
