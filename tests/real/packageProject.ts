@@ -9,13 +9,13 @@ import type { RealPulumi } from "../engine/real";
 const REPO = path.join(__dirname, "..", "..");
 export const LANGUAGES = ["python", "yaml", "go"] as const;
 export type Language = (typeof LANGUAGES)[number];
-/** The Python SDK from PyPI: `pulumi` 3.276.0 is not published there; 3.272.0 is the newest (PyPI's release list). */
+/** The Python SDK from PyPI: `pulumi` 3.276.0 is not published there; 3.272.0 is the newest (`pip index versions pulumi`, 2026-12-04). */
 export const PYTHON_PULUMI = "pulumi==3.272.0";
 
 /**
- * A language host where the CLI looks for it: beside the CLI, or on PATH (pulumi/pulumi sdk/go/common/workspace
- * plugins.go GetPluginPath); the Python one needs its pulumi-language-python-exec beside it (sdk/python/cmd/
- * pulumi-language-python main.go: "missing executor").
+ * A language host where the CLI looks for it: beside the CLI, or on PATH (pulumi/pulumi 1b5949891b3c sdk/go/common/
+ * workspace/plugins.go GetPluginPath); the Python one needs its pulumi-language-python-exec beside it (same commit,
+ * sdk/python/cmd/pulumi-language-python/main.go: "missing executor").
  */
 export function languageHost(language: Language, real: RealPulumi | undefined): string | undefined {
     const dirs = [real?.dir, ...(process.env.PATH ?? "").split(":")].filter((d): d is string => !!d);
