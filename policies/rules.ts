@@ -447,8 +447,10 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
                 if (!conn || typeof conn !== "object" || !str(conn.host)) continue;
                 if (conn.hostKey === undefined || conn.hostKey === null || conn.hostKey === "") unpinned.add(str(conn.host)!);
             }
+            // Sorted: the stack's resources come in the order the engine registered them, which varies from run to run
+            // (a Go program's preview listed spark-b.local first, the TypeScript program's spark-a.local).
             if (unpinned.size)
-                report(`remote commands to ${[...unpinned].join(", ")} accept any SSH host key, so a machine that takes over one of those addresses receives the API key and the HF token. Remediation: set spark-vllm:hosts[].ssh.hostKey of each host to ${HOST_KEY_HOWTO} (docs/security.md, "SSH host keys").`);
+                report(`remote commands to ${[...unpinned].sort().join(", ")} accept any SSH host key, so a machine that takes over one of those addresses receives the API key and the HF token. Remediation: set spark-vllm:hosts[].ssh.hostKey of each host to ${HOST_KEY_HOWTO} (docs/security.md, "SSH host keys").`);
         },
     },
     {

@@ -288,6 +288,8 @@ test("ssh-host-keys-pinned: an advisory naming every host whose commands accept 
     assert.equal(msgs.length, 1);
     assert.match(msgs[0], /^remote commands to spark-b\.local, spark-c\.local accept any SSH host key/);
     assert.match(msgs[0], /spark-vllm:hosts\[\]\.ssh\.hostKey .*\/etc\/ssh\/ssh_host_ed25519_key\.pub.*ssh-keyscan -t ed25519 HOST/);
+    // The hosts sorted, whatever order the engine registered their commands in.
+    assert.deepEqual(onStack("ssh-host-keys-pinned", [on("spark-c.local"), on("spark-b.local")]), onStack("ssh-host-keys-pinned", [on("spark-b.local"), on("spark-c.local")]));
     // Not known at preview (an output, or a secret the engine hides): no verdict.
     assert.deepEqual(onStack("ssh-host-keys-pinned", [command("x", "true", { connection: UNKNOWN })]), []);
 });

@@ -28,11 +28,13 @@ test("package.json: main, types and exports are the compiled package root; the C
     assert.deepEqual(pkg.bin, { "spark-vllm": "bin/spark-vllm.js" });
     assert.ok(pkg.files.includes("dist/") && pkg.files.includes("bin/spark-vllm.js") && pkg.files.includes("docs/"));
     assert.equal(pkg.scripts.prepare, "node scripts/build.js", "npm pack, npm publish and installs from git build dist/");
-    // The compiled root is components/index.ts: tsconfig.build.json compiles components/, bin/ and policies/ into dist/.
+    // The compiled root is components/index.ts: tsconfig.build.json compiles components/, bin/, policies/ and provider/
+    // (the component package's entry, provider/package.json "main": ../dist/provider/index.js) into dist/.
     const build = JSON.parse(fs.readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8"));
     assert.equal(build.compilerOptions.outDir, "dist");
     assert.equal(build.compilerOptions.declaration, true);
-    assert.deepEqual(build.include, ["components/**/*.ts", "bin/**/*.ts", "policies/**/*.ts"]);
+    assert.deepEqual(build.include, ["components/**/*.ts", "bin/**/*.ts", "policies/**/*.ts", "provider/**/*.ts"]);
+    assert.equal(JSON.parse(fs.readFileSync(path.join(ROOT, "provider", "package.json"), "utf8")).main, "../dist/provider/index.js");
     assert.ok(!("tsx" in pkg.dependencies), "no TypeScript loader at run time: tsx is a devDependency");
     assert.ok(fs.readFileSync(path.join(ROOT, ".gitignore"), "utf8").split("\n").includes("dist/"));
 });
