@@ -14,6 +14,7 @@ import * as path from "path";
 import * as yaml from "js-yaml";
 import { findRealPulumi } from "../engine/real";
 import { testTempDir } from "../tempDir";
+import { offlineEnv, runPulumi, stackFile, typescriptProject } from "./realCli";
 import { LANGUAGES, Language, addPackage, buildPackage, languageHost, languageHostsLine } from "./packageProject";
 
 const REPO = path.join(__dirname, "..", "..");
@@ -26,37 +27,19 @@ const skipFor = (language: Language) => skipAll || (hosts[language] ? false : `p
 const temps: string[] = [];
 after(() => temps.forEach(d => fs.rmSync(d, { recursive: true, force: true })));
 
-function env(dir: string): NodeJS.ProcessEnv {
-    return {
-        ...process.env, PATH: `${real!.dir}:${path.join(REPO, "node_modules/.bin")}:${process.env.PATH}`,
-        PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`, PULUMI_CONFIG_PASSPHRASE: "languages-test-not-a-secret",
-        PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true", PULUMI_NODEJS_TRANSPILE_ONLY: "true",
-    };
-}
-
+const env = (dir: string) => offlineEnv(real!, dir, "languages-test-not-a-secret");
 /** The CLI; `offline`: in a network namespace of its own with loopback up (nothing but loopback can be reached). */
-function pulumi(dir: string, args: string[], offline = true) {
-    const argv = [real!.pulumi, "--cwd", dir, "--non-interactive", ...args];
-    const r = offline
-        ? spawnSync("unshare", ["--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", ...argv], { env: env(dir), encoding: "utf8", maxBuffer: 64 << 20, timeout: 300_000 })
-        : spawnSync(argv[0], argv.slice(1), { env: env(dir), encoding: "utf8", maxBuffer: 64 << 20, timeout: 300_000 });
-    return { status: r.status, output: `${r.stdout}${r.stderr}` };
-}
+const pulumi = (dir: string, args: string[], offline = true) => runPulumi(real!, dir, env(dir), args, offline);
 
 /** A copy of examples/<language> (or the TypeScript program) with the stack file and a stack; the package added. */
 function project(language: Language | "typescript", stack: string, config?: Record<string, unknown>): string {
     const dir = testTempDir(`lang-${language}-${stack}`);
     temps.push(dir);
-    if (language === "typescript") {
-        const doc = yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
-        doc.main = path.relative(dir, path.join(REPO, String(doc.main)));
-        fs.writeFileSync(path.join(dir, "Pulumi.yaml"), yaml.dump(doc));
+    if (language === "typescript") typescriptProject(dir, stack, config);
+    else {
+        stackFile(dir, stack, config);
+        addPackage(language, dir, args => pulumi(dir, args, false));
     }
-    const file = path.join(dir, `Pulumi.${stack}.yaml`);
-    if (config) fs.writeFileSync(file, yaml.dump({ config }));
-    else fs.copyFileSync(path.join(REPO, `Pulumi.${stack}.yaml`), file);
-    fs.mkdirSync(path.join(dir, "backend"));
-    if (language !== "typescript") addPackage(language, dir, args => pulumi(dir, args, false));
     const init = pulumi(dir, ["stack", "init", stack, "--secrets-provider", "passphrase"]);
     assert.equal(init.status, 0, init.output);
     return dir;

@@ -5,12 +5,12 @@
 // plugins over loopback): the stacks name real machines, and a preview must need no path to them. Needs root (unshare).
 import { after, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
-import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import * as yaml from "js-yaml";
 import { findRealPulumi } from "../engine/real";
 import { testTempDir } from "../tempDir";
+import { offlineEnv, runPulumi, typescriptProject } from "./realCli";
 import { plannedResources } from "../../components/plan/resources";
 import { parseSpec } from "../../components/spec/parseSpec";
 import { rawConfigFromStack } from "../../components/spec/stackConfig";
@@ -25,33 +25,18 @@ const STACKS = fs.readdirSync(REPO).map(f => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]
 const temps: string[] = [];
 after(() => temps.forEach(d => fs.rmSync(d, { recursive: true, force: true })));
 
-/** A project folder whose Pulumi.yaml runs the repository's program, with the stack's file copied in and the stack created. */
+/** A project folder running the repository's program, with the stack's file and the stack created. */
 function project(stack: string, config?: Record<string, unknown>): { dir: string; env: NodeJS.ProcessEnv } {
     const dir = testTempDir(`real-preview-${stack}`);
     temps.push(dir);
-    const doc = yaml.load(fs.readFileSync(path.join(REPO, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
-    doc.main = path.relative(dir, path.join(REPO, String(doc.main)));
-    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), yaml.dump(doc));
-    const file = path.join(dir, `Pulumi.${stack}.yaml`);
-    if (config) fs.writeFileSync(file, yaml.dump({ config }));
-    else fs.copyFileSync(path.join(REPO, `Pulumi.${stack}.yaml`), file);
-    fs.mkdirSync(path.join(dir, "backend"));
-    const env: NodeJS.ProcessEnv = {
-        ...process.env, PATH: `${real!.dir}:${path.join(REPO, "node_modules/.bin")}:${process.env.PATH}`,
-        PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`, PULUMI_CONFIG_PASSPHRASE: "preview-test-not-a-secret",
-        PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true", PULUMI_NODEJS_TRANSPILE_ONLY: "true",
-    };
+    typescriptProject(dir, stack, config);
+    const env = offlineEnv(real!, dir, "preview-test-not-a-secret");
     const init = pulumi(dir, env, ["stack", "init", stack, "--secrets-provider", "passphrase"]);
     assert.equal(init.status, 0, init.output);
     return { dir, env };
 }
 
-/** The CLI in a network namespace of its own with loopback up: nothing but loopback can be reached. */
-function pulumi(dir: string, env: NodeJS.ProcessEnv, args: string[]) {
-    const r = spawnSync("unshare", ["--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", real!.pulumi, "--cwd", dir, "--non-interactive", ...args],
-        { env, encoding: "utf8", maxBuffer: 64 << 20, timeout: 300_000 });
-    return { status: r.status, output: `${r.stdout}${r.stderr}` };
-}
+const pulumi = (dir: string, env: NodeJS.ProcessEnv, args: string[]) => runPulumi(real!, dir, env, args);
 
 /** The resources our plan registers for the stack (the same names the real preview must list). */
 function plannedNames(stack: string): string[] {
