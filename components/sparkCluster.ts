@@ -5,6 +5,7 @@ import { linkLocalNotes } from "./spec/parseSpec";
 import { ClusterPlan } from "./plan/clusterPlan";
 import { cpuVllmSkips } from "./plan/hostCommands";
 import { planCluster } from "./plan/plan";
+import { notYetDeployable } from "./plan/replicas";
 import { plannedResources } from "./plan/resources";
 import { resourceNames } from "./plan/naming";
 import { Wiring, digest, stdinLine } from "./wiring";
@@ -72,6 +73,8 @@ export class SparkCluster extends pulumi.ComponentResource {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
         // The stack it belongs to: on every container and process, and what each host's preflight checks (components/plan/ownership.ts).
         const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
+        const refused = notYetDeployable(args.spec);
+        if (refused) throw new Error(refused);
         const plan = (this.plan = planCluster(args.spec, undefined, { hfToken: args.hfToken !== undefined, owner }));
         // A link-local fabric address works until the next boot picks another (components/spec/parseSpec.ts linkLocalNotes).
         for (const note of linkLocalNotes(args.spec)) pulumi.log.warn(note, this);
