@@ -18,7 +18,6 @@ import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/spec/givenTl
 import { planResources, verdicts } from "../policies/offline";
 import { EXIT, readStackFile, stackOwner } from "./shared";
 import { resourceNames } from "../components/plan/naming";
-import { notYetDeployable } from "../components/plan/replicas";
 
 const USAGE = "usage: spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...] [--json] [--dir DIR]\n" +
     "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string\n" +
@@ -127,15 +126,16 @@ export function endpointImpact(before: ClusterPlan, after: ClusterPlan, changes:
     const op = (name: string) => changes.find(c => c.name === name)?.op ?? "same";
     const all = Array.from({ length: replicas }, (_, i) => i + 1);
     const relaunched = all.filter(k => ["replace", "create", "delete"].includes(op(launchOf(k))));
-    const refused = notYetDeployable(after.spec);
-    const caveat = refused ? " (but this version's up refuses spark-vllm:replicas above 1: the proxy's balancing and the roll are not built yet)" : "";
     if (relaunched.length === 0) return { replicas, relaunched, staysUp: true, text: "vLLM is not relaunched: serving goes on" };
     if (before.spec.replicas !== replicas)
         return { replicas, relaunched, staysUp: false, text: `the replicas change (${before.spec.replicas} → ${replicas}): every replica is deployed anew and the endpoint stops serving until the new ones are proven` };
     if (replicas === 1)
-        return { replicas, relaunched, staysUp: false, text: "vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven (one replica; with spark-vllm:replicas above 1 a relaunch rolls one replica at a time)" };
-    return { replicas, relaunched, staysUp: true, text: `replica${relaunched.length === 1 ? "" : "s"} ${relaunched.join(", ")} of ${replicas} relaunch, one at a time ` +
-        `(${relaunched.map(k => `replica ${k}`).join(" → ")}), each drained first (up to ${after.spec.rollout.drainSeconds} s), proven, then taken back: the endpoint stays up on the others${caveat}` };
+        return { replicas, relaunched, staysUp: false, text: "vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven (one replica)" };
+    // Every replica's launch follows its own memory gates only, so they relaunch at once: the roll is not built yet.
+    const every = relaunched.length === replicas;
+    return { replicas, relaunched, staysUp: !every, text: `replica${relaunched.length === 1 ? "" : "s"} ${relaunched.join(", ")} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
+        (every ? " at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)"
+            : `; the proxy sends requests to the other replica${replicas - relaunched.length === 1 ? "" : "s"} meanwhile, so the endpoint stays up`) };
 }
 
 /** `vllm serve` / `ray start` as one flag (with its values) per line, for a readable diff. */

@@ -22,10 +22,13 @@ export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 /**
  * The cluster roles each replica has its own of when `spark-vllm:replicas` is above 1 (components/plan/replicas.ts): what
  * one complete deployment of the model runs (its weights, compat check, fabric check, Ray, vLLM, probe and proof). The
- * rest stays one per cluster: the API key, the front proxy on the first host, the preflights' and images' gates.
+ * rest stays one per cluster: the API key, the front proxy on the first host (and its certificate), the preflights' and
+ * images' gates.
  */
 export const REPLICA_ROLES: readonly ClusterRole[] = [
     "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
+    // Each replica but the first has its own proxy on its head (the first's is the front, named as the one proxy is).
+    "endpoint-proxy", "proxy", "proxy-pull", "proxy-conf",
 ];
 
 /** Name makers for one cluster (see resourceNames). */

@@ -29,18 +29,6 @@ export function replicaOf(spec: ClusterSpec, host: string): number {
     return Math.floor(spec.hosts.findIndex(h => h.name === host) / size) + 1;
 }
 
-/**
- * Why this version cannot deploy the spec yet, or undefined. Several replicas are planned (`spark-vllm plan` shows their
- * groups, `diff` their resources), but the front proxy's balancing over them and the rolling update are not built; `up`
- * refuses rather than deploy replicas that the endpoint would not reach.
- */
-export function notYetDeployable(spec: ClusterSpec): string | undefined {
-    if (spec.replicas === 1) return undefined;
-    return `spark-vllm:replicas: ${spec.replicas} replicas are planned (\`spark-vllm plan\` shows the groups), but this version ` +
-        `cannot deploy them yet: the proxy's balancing across replicas and the rolling update are not built; set ` +
-        `spark-vllm:replicas to 1 (docs/operations.md#replicas-and-rolling-updates)`;
-}
-
 /** What `spark-vllm plan` shows of one replica: its hosts, its head, and what leads it there. */
 export interface ReplicaSummary {
     replica: number;
@@ -70,14 +58,13 @@ interface ReplicaPlanLike {
 }
 
 /**
- * What a change that relaunches vLLM does to the endpoint, in words: with several replicas, one at a time in this order,
- * each drained, relaunched, proven and taken back; with one, serving stops for the whole relaunch and model load.
+ * What a change that relaunches vLLM does to the endpoint, in words. Every replica relaunches at once for now: the
+ * rolling update (one replica drained, relaunched, proven and taken back at a time) is not built yet.
  */
 export function rollingUpdateText(spec: ClusterSpec, summaries: ReplicaSummary[]): string {
     if (summaries.length === 1)
         return "one replica: a change that relaunches vLLM (image, flags, weights) interrupts serving until the model has loaded again and is proven";
-    const order = summaries.map(s => `replica ${s.replica} (${s.hosts.join(", ")})`).join(" → ");
-    return `a change that relaunches vLLM relaunches one replica at a time: ${order}; each is drained first (the proxy sends it ` +
-        `no new requests; its running ones get up to ${spec.rollout.drainSeconds} s, rollout.drainSeconds), then relaunched and proven ` +
-        `(probe and serving proof), then taken back; the endpoint stays up on the others`;
+    return `${summaries.length} replicas: the proxy balances across those that answer, so one replica that stops leaves the others serving; ` +
+        `but a change that relaunches vLLM (image, flags, weights) relaunches every replica at once and interrupts serving ` +
+        `(the rolling update, one replica at a time, is not built yet)`;
 }

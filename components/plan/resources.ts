@@ -196,13 +196,19 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
 
     // The endpoint proxy goes before the replicas with several (every replica's probe follows it); with one, where it always was.
+    // Several replicas: the first's proxy is the front (named as the one proxy is); each other replica's own proxy on
+    // its head comes with that replica, and its probe goes through it.
     const single = replicas.length === 1;
-    if (!single) endpointProxy();
-    replicas.forEach((replica, k) => replicaResources(replica, single ? n : resourceNames(opts.cluster, k + 1), single ? endpointProxy : () => {}));
+    if (!single) endpointProxy(plan, n);
+    replicas.forEach((replica, k) => {
+        const rn = single ? n : resourceNames(opts.cluster, k + 1);
+        const proxyNames = k === 0 ? n : rn;
+        replicaResources(replica, rn, proxyNames, single ? () => endpointProxy(plan, n) : k === 0 ? () => {} : () => endpointProxy(replica, rn));
+    });
     return out;
 
     /** One replica's deployment: its weights, compat and fabric checks, Ray, memory gates, vLLM, probe and proof. */
-    function replicaResources(plan: ClusterPlan, n: ResourceNames, proxyHere: () => void): void {
+    function replicaResources(plan: ClusterPlan, n: ResourceNames, proxyNames: ResourceNames, proxyHere: () => void): void {
         const head = plan.head.host;
         const hosts = plan.hosts;
         const workers = hosts.slice(1);
@@ -288,7 +294,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
     const launches = [n.of("vllm-launch"), ...headless];
     // Again after the proxy's configuration or certificate changed (it restarted the proxy): the probe pins the served certificate.
-    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy"), n.of("proxy-conf")] });
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, proxyNames.of("proxy")], replacedBy: [...launches, proxyNames.of("proxy"), proxyNames.of("proxy-conf")] });
     // Free memory on every host with vLLM loaded: again whenever the endpoint is proven again.
     hosts.forEach(h => command(n.host(h.host.name, "loaded"), h.host, h.memoryAfterLoad, {
         dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] }));
@@ -302,8 +308,9 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
      * "generated"), the configuration with the key (from stdin; re-written and the proxy restarted when the key
      * changes), then nginx. It needs nothing of vLLM: it answers 502 until vLLM listens.
      */
-    function endpointProxy(): void {
+    function endpointProxy(plan: ClusterPlan, n: ResourceNames): void {
         const proxy = plan.proxy;
+        const head = plan.head.host;
         const headTools = n.host(head.name, "tools");
         add({ name: n.of("proxy-pull"), type: IMAGE, host: head.name, dependsOn: [n.host(head.name, "preflight"), n.of("preflights")],
             inputs: { name: proxy.image, platform: proxy.platform, keepLocally: opts.keepImage ?? true } });

@@ -353,7 +353,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         min: 1,
         max: 256,
         example: 1,
-        description: "Copies of the model behind the one endpoint. The hosts, in order, form this many groups of equal size (hosts 1…k the first replica, and so on), each a complete vLLM deployment of TP × PP GPUs with its own head (its first host), fabric check, memory gates, probe and serving proof. The proxy on the first host balances across the healthy replicas with the one API key, and a change that relaunches vLLM relaunches one replica at a time (docs/operations.md#replicas-and-rolling-updates). The number of hosts must divide by it.",
+        description: "Copies of the model behind the one endpoint. The hosts, in order, form this many groups of equal size (hosts 1…k the first replica, and so on), each a complete vLLM deployment of TP × PP GPUs with its own head (its first host), fabric check, memory gates, probe and serving proof. The proxy on the first host balances across the replicas that answer (least connections) with the one API key (docs/operations.md#replicas-and-rolling-updates). The number of hosts must divide by it. Not with `imageSource: head` or `model.weights: head-then-copy`.",
     },
     {
         path: "rollout",
@@ -370,7 +370,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         min: 1,
         max: 3600,
         example: 120,
-        description: "With `replicas` above 1: the longest a replica about to be relaunched is given to finish the requests it is running, after the proxy stopped sending it new ones. Requests still running then are cut.",
+        description: "For the rolling update of several replicas (not built yet: accepted and checked, not used): the longest a replica about to be relaunched will be given to finish the requests it is running, after the proxy stopped sending it new ones.",
     },
     {
         path: "ray",

@@ -10,14 +10,22 @@ function impact(before: Record<string, any>, after: Record<string, any>) {
     const [a, b] = [planCluster(parseSpec(before), "x"), planCluster(parseSpec(after), "x")];
     return endpointImpact(a, b, diffPlans(a, b));
 }
-const twoReplicas = () => ({ ...rawConfig(4, { tp: 2 }), replicas: 2, rollout: { drainSeconds: 45 } });
+const twoReplicas = (): Record<string, any> => ({ ...rawConfig(4, { tp: 2 }), replicas: 2, rollout: { drainSeconds: 45 } });
 
-test("a vLLM flag on two replicas: both relaunch, one after the other, and the endpoint stays up", () => {
+test("a vLLM flag on two replicas: both relaunch, at once for now (no roll yet), and the diff says serving is interrupted", () => {
     const after = twoReplicas();
     after.vllm.extraArgs = ["--enable-prefix-caching"];
     const i = impact(twoReplicas(), after);
-    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], true]);
-    assert.match(i.text, /^replicas 1, 2 of 2 relaunch, one at a time \(replica 1 → replica 2\), each drained first \(up to 45 s\), proven, then taken back: the endpoint stays up on the others/);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], false]);
+    assert.equal(i.text, "replicas 1, 2 of 2 relaunch at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)");
+});
+
+test("a change to one replica's host relaunches that replica only: the endpoint stays up on the other", () => {
+    const after = twoReplicas();
+    after.hosts[3].fabric.hcas = ["rocep1s0f1"];
+    const i = impact(twoReplicas(), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[2], true]);
+    assert.equal(i.text, "replica 2 of 2 relaunches; the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
 });
 
 test("one replica: a relaunch interrupts serving, and the diff says so; a change that relaunches nothing keeps serving", () => {

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { CLUSTER_ROLES, HOST_ROLES, REPLICA_ROLES, resourceNames } from "../../../components/plan/naming";
 import { GATE, plannedResources } from "../../../components/plan/resources";
 import { planCluster } from "../../../components/plan/plan";
-import { notYetDeployable, replicaGroups } from "../../../components/plan/replicas";
+import { replicaGroups } from "../../../components/plan/replicas";
 import { parseSpec } from "../../../components/spec/parseSpec";
 import { rawConfig } from "../../fixtures";
 
@@ -39,7 +39,7 @@ test("held-out style: plan of a 4-host, 2-replica stack shows two groups, each w
             const port = backend === "ray" ? 6379 : 29501;
             assert.ok(r.stdout.includes(`  replica 1: spark-a, spark-b; head spark-a, ${leader} spark-a (198.19.100.10:${port})`), r.stdout);
             assert.ok(r.stdout.includes(`  replica 2: spark-c, spark-d; head spark-c, ${leader} spark-c (198.19.100.12:${port})`), r.stdout);
-            assert.match(r.stdout, /rolling update: a change that relaunches vLLM relaunches one replica at a time: replica 1 \(spark-a, spark-b\) → replica 2 \(spark-c, spark-d\)/);
+            assert.match(r.stdout, /rolling update: 2 replicas: the proxy balances across those that answer, .* relaunches every replica at once and interrupts serving \(the rolling update, one replica at a time, is not built yet\)/);
             // The launches themselves: each replica's workers join their own head.
             if (backend === "ray") {
                 assert.ok(r.stdout.includes("spark-c: ray start --head --port=6379 --node-ip-address=198.19.100.12 "), r.stdout);
@@ -86,6 +86,7 @@ test("names: each replica's deployment roles get replica.<k>; the key, proxy and
         for (const k of [1, 2]) for (const role of ["compat", "vllm-launch", "endpoint-probe", "serving-proof", "containers", "weights"])
             assert.ok(names.includes(`spark-replica.${k}-${role}`), `spark-replica.${k}-${role} (${backend})`);
         for (const shared of ["spark-api-key", "spark-proxy", "spark-proxy-conf", "spark-images", "spark-preflights"]) assert.ok(names.includes(shared), shared);
+        assert.ok(!names.includes("spark-replica.1-proxy"), "the first replica's proxy is the front");
         assert.ok(!names.includes("spark-vllm-launch") && !names.includes("spark-compat"));
         // Every entry is planned after what it waits for, and each replica's launch waits for its own memory gates only.
         const seen = new Set<string>();
@@ -97,7 +98,10 @@ test("names: each replica's deployment roles get replica.<k>; the key, proxy and
         assert.equal(launch2.host, "spark-c");
         assert.deepEqual(launch2.dependsOn.filter(d => d.endsWith("-memory")), ["spark-spark-c-memory", "spark-spark-d-memory"]);
         const probe2 = planned.find(p => p.name === "spark-replica.2-endpoint-probe")!;
-        assert.ok(probe2.dependsOn.includes("spark-proxy"));
+        // Replica 2's probe goes through its own proxy on its head; replica 1's through the front.
+        assert.ok(probe2.dependsOn.includes("spark-replica.2-proxy") && !probe2.dependsOn.includes("spark-proxy"));
+        assert.equal(planned.find(p => p.name === "spark-replica.2-proxy")!.host, "spark-c");
+        assert.ok(planned.find(p => p.name === "spark-replica.1-endpoint-probe")!.dependsOn.includes("spark-proxy"));
         // A worker's container waits for its own replica's head's container.
         assert.ok(planned.find(p => p.name === "spark-spark-d-container")!.dependsOn.includes("spark-spark-c-container"));
         assert.ok(!planned.find(p => p.name === "spark-spark-c-container")!.dependsOn.includes("spark-spark-a-container"));
@@ -113,9 +117,4 @@ test("one replica: no name carries a replica part, and replicas: 1 plans byte fo
     assert.deepEqual(b, a);
     assert.ok(a.every(p => !p.name.includes("replica")));
     assert.equal(planCluster(parseSpec(without), "x").replicas, undefined);
-});
-
-test("up refuses several replicas until the proxy's balancing and the rolling update are built; one replica deploys", () => {
-    assert.equal(notYetDeployable(parseSpec(rawConfig(2))), undefined);
-    assert.match(notYetDeployable(fourHostsTwoReplicas("ray"))!, /^spark-vllm:replicas: 2 replicas are planned .* set spark-vllm:replicas to 1/);
 });
