@@ -118,3 +118,13 @@ test("one replica: no name carries a replica part, and replicas: 1 plans byte fo
     assert.ok(a.every(p => !p.name.includes("replica")));
     assert.equal(planCluster(parseSpec(without), "x").replicas, undefined);
 });
+
+test("status with several replicas: a replica head's launches are relaunched by its own replica's names and memory gates", async () => {
+    const { clusterStatus } = await import("../../../components/plan/status");
+    const plan = planCluster(fourHostsTwoReplicas("ray"), "x");
+    const report = (host: string, role: "head" | "worker") => ({ host, role, reachable: true, container: "running", raylet: false, vllm: { state: "exited" }, health: 0 });
+    const status = clusterStatus(plan, "s", [report("spark-c", "head"), report("spark-d", "worker")] as never);
+    const text = status.problems.join("\n");
+    assert.ok(text.includes("--replace 'urn:pulumi:s::spark-vllm::spark-vllm:index:SparkCluster$spark-vllm:index:RayCluster$command:remote:Command::spark-replica.2-ray-head'"), text);
+    assert.ok(text.includes("spark-spark-c-memory") && text.includes("spark-spark-d-memory") && !text.includes("spark-spark-a-memory"), text);
+});
