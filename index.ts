@@ -28,3 +28,5 @@ export const serving = cluster.serving;
 // endpoint.tls "generated" or "given": the certificate the proxy serves and its SHA-256 fingerprint, for clients to pin.
 export const endpointCertificate = cluster.endpointCertificate;
 export const endpointCertificateSha256 = cluster.endpointCertificateSha256;
+// spark-vllm:replicas above 1: each replica's hosts, head, fabric verdict and serving figures (absent with one).
+export const replicas = cluster.replicaOutputs;

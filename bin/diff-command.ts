@@ -17,6 +17,7 @@ import { KEPT } from "../components/plan/launches";
 import { TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY } from "../components/spec/givenTls";
 import { planResources, verdicts } from "../policies/offline";
 import { EXIT, readStackFile, stackOwner } from "./shared";
+import { resourceNames } from "../components/plan/naming";
 
 const USAGE = "usage: spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...] [--json] [--dir DIR]\n" +
     "  key: a config path without the namespace (vllm.maxModelLen, hosts[1].fabric.address); value: JSON, else a string\n" +
@@ -108,6 +109,35 @@ export function diffPlans(before: ClusterPlan, after: ClusterPlan, rotated: read
     return [...changes.values()].filter(c => c.type !== GATE);
 }
 
+/** What the change does to serving: which replicas relaunch vLLM (their launch is replaced), in the rolling order. */
+export interface EndpointImpact {
+    replicas: number;
+    /** 1-based, in the order a rolling update takes them. */
+    relaunched: number[];
+    /** Whether the endpoint keeps answering through the change. */
+    staysUp: boolean;
+    text: string;
+}
+
+/** From the changes: each replica relaunches when its `vllm-launch` is replaced, created or deleted (naming.ts names it). */
+export function endpointImpact(before: ClusterPlan, after: ClusterPlan, changes: readonly ResourceChange[]): EndpointImpact {
+    const replicas = after.spec.replicas;
+    const launchOf = (k: number) => resourceNames(undefined, replicas > 1 ? k : undefined).of("vllm-launch");
+    const op = (name: string) => changes.find(c => c.name === name)?.op ?? "same";
+    const all = Array.from({ length: replicas }, (_, i) => i + 1);
+    const relaunched = all.filter(k => ["replace", "create", "delete"].includes(op(launchOf(k))));
+    if (relaunched.length === 0) return { replicas, relaunched, staysUp: true, text: "vLLM is not relaunched: serving goes on" };
+    if (before.spec.replicas !== replicas)
+        return { replicas, relaunched, staysUp: false, text: `the replicas change (${before.spec.replicas} → ${replicas}): every replica is deployed anew and the endpoint stops serving until the new ones are proven` };
+    if (replicas === 1)
+        return { replicas, relaunched, staysUp: false, text: "vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven (one replica)" };
+    // Every replica's launch follows its own memory gates only, so they relaunch at once: the roll is not built yet.
+    const every = relaunched.length === replicas;
+    return { replicas, relaunched, staysUp: !every, text: `replica${relaunched.length === 1 ? "" : "s"} ${relaunched.join(", ")} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
+        (every ? " at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)"
+            : `; the proxy sends requests to the other replica${replicas - relaunched.length === 1 ? "" : "s"} meanwhile, so the endpoint stays up`) };
+}
+
 /** `vllm serve` / `ray start` as one flag (with its values) per line, for a readable diff. */
 export function argvLines(argv: readonly string[]): string[] {
     const lines: string[][] = [];
@@ -182,6 +212,7 @@ export async function diffCommand(args: string[]): Promise<number> {
         return EXIT.config;
     }
     const changes = diffPlans(before, after, rotated);
+    const endpoint = endpointImpact(before, after, changes);
     const failed = verdicts(planResources(after, stack)).filter(v => v.enforcementLevel === "mandatory" && v.violations.length > 0);
     const setText = [sets.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" "), ...rotated.map(k => `a new ${k}`)].filter(Boolean).join(", ");
     // Per rotated secret: the planned resources that read it; none means a new value changes nothing.
@@ -193,7 +224,7 @@ export async function diffCommand(args: string[]): Promise<number> {
         ...after.hosts.map((h, i) => unifiedDiff((before.hosts[i]?.container.env ?? []).map(([k, v]) => `${k}=${v}`), h.container.env.map(([k, v]) => `${k}=${v}`), `${h.container.name} env (Pulumi.${stack}.yaml)`, `${h.container.name} env (${setText})`)),
     ].filter(Boolean);
     if (json) {
-        process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), rotate: readers, changes, diffs, mandatoryFailures: failed }, null, 2) + "\n");
+        process.stdout.write(JSON.stringify({ stack, set: Object.fromEntries(sets), rotate: readers, changes, endpoint, diffs, mandatoryFailures: failed }, null, 2) + "\n");
         return failed.length ? EXIT.policy : EXIT.ok;
     }
     const count = (op: Op) => changes.filter(c => c.op === op).length;
@@ -202,6 +233,7 @@ export async function diffCommand(args: string[]): Promise<number> {
     const width = Math.max(...changes.map(c => c.name.length));
     for (const c of changes.filter(c => c.op !== "same"))
         out.push(`  ${SYM[c.op]} ${c.name.padEnd(width)}  ${c.op.padEnd(7)}  ${c.inputs.length ? `inputs: ${c.inputs.join(", ")}` : "no input changes"}${c.reason ? `; ${c.reason}` : ""}`);
+    out.push(`  endpoint: ${endpoint.text}`);
     for (const k of rotated) {
         if (readers[k].length === 0) out.push(`  ${k}: no resource of stack ${stack} reads it: a new value changes nothing`);
         // The Docker provider has no key input: its OpenSSH logs in with the agent or ~/.ssh/config (components/plan/connection.ts).

@@ -9,6 +9,7 @@ import { findModel } from "../components/knowledge/catalog";
 import { planMemory, renderMemoryPlan } from "../components/plan/memory";
 import { planResources, verdicts } from "../policies/offline";
 import { COMMAND, plannedResources } from "../components/plan/resources";
+import { replicaOf, replicaSummaries, rollingUpdateText } from "../components/plan/replicas";
 
 const USAGE = "usage: spark-vllm plan --stack NAME [--json] [--dir DIR]";
 
@@ -27,6 +28,8 @@ export function planReport(plan: ClusterPlan, stack: string) {
         skipped: cpuVllmSkips(spec),
         hosts: plan.hosts.map(h => ({
             name: h.host.name,
+            // Several replicas: the role is within the host's replica (each replica's first host is its head).
+            ...(spec.replicas > 1 ? { replica: replicaOf(spec, h.host.name) } : {}),
             role: h.role,
             ssh: `${h.host.ssh.user}@${h.host.ssh.host}:${h.host.ssh.port}`,
             fabric: h.host.fabric,
@@ -34,9 +37,12 @@ export function planReport(plan: ClusterPlan, stack: string) {
             container: h.container,
             ...(h.rayStartArgv ? { rayStart: argvLine(h.rayStartArgv) } : {}),
             // The head's `vllm serve` serves the API; an mp worker runs its own, headless.
-            vllmServe: argvLine(h.role === "head" ? plan.vllmServeArgv : h.vllmServeArgv ?? []) || undefined,
+            vllmServe: argvLine(h.role === "head" ? replicaPlanOf(plan, h.host.name).vllmServeArgv : h.vllmServeArgv ?? []) || undefined,
         })),
         backend: plan.backend,
+        // The replica groups (components/plan/replicas.ts), in the order a rolling update takes them, and what a relaunch does.
+        replicas: replicaSummaries(plan),
+        rollingUpdate: rollingUpdateText(spec, replicaSummaries(plan)),
         vllmServe: argvLine(plan.vllmServeArgv),
         // Every remote command, in the order they run (components/plan/resources.ts, the components' own entries).
         commands: plannedResources(plan).flatMap(r => r.type === COMMAND
@@ -45,6 +51,11 @@ export function planReport(plan: ClusterPlan, stack: string) {
         memory,
         policies: verdicts(planResources(plan, stack)),
     };
+}
+
+/** The plan of the replica a host serves in (the plan itself with one replica). */
+function replicaPlanOf(plan: ClusterPlan, host: string): ClusterPlan {
+    return (plan.replicas ?? [plan]).find(r => r.hosts.some(h => h.host.name === host)) ?? plan;
 }
 
 function renderText(r: ReturnType<typeof planReport>, memoryTable: string): string {
@@ -59,7 +70,7 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
     out.push(`endpoint ${r.endpoint} (API key generated, secret)`, `image ${r.image}`);
     section("hosts");
     for (const h of r.hosts)
-        out.push(`  ${h.name} (${h.role}) ssh ${h.ssh}, ${h.gpus} GPU, fabric ${h.fabric.interface} ${h.fabric.address}, HCAs ${h.fabric.hcas.join(", ") || "none (TCP)"}`);
+        out.push(`  ${h.name} (${h.replica ? `replica ${h.replica} ` : ""}${h.role}) ssh ${h.ssh}, ${h.gpus} GPU, fabric ${h.fabric.interface} ${h.fabric.address}, HCAs ${h.fabric.hcas.join(", ") || "none (TCP)"}`);
     for (const w of r.warnings) out.push(`  warning: ${w}`);
     if (r.skipped.length) {
         section("skipped: spark-vllm:testBed.cpuVllm (a CPU vLLM test bed, not a Spark)");
@@ -78,6 +89,9 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
         if (h.rayStart) out.push(`  ${h.name}: ${h.rayStart}`);
         if (h.vllmServe) out.push(`  ${h.name}: ${h.vllmServe}`);
     }
+    section(r.replicas.length > 1 ? `replicas: ${r.replicas.length} behind the one endpoint (the proxy on ${r.replicas[0].head})` : "replicas: 1");
+    for (const g of r.replicas) out.push(`  replica ${g.replica}: ${g.hosts.join(", ")}; head ${g.head}, ${g.leader}`);
+    out.push(`  rolling update: ${r.rollingUpdate}`);
     section("commands, in order");
     for (const c of r.commands) command(`${c.name} on ${c.host}`, c);
     section("probes");

@@ -6,7 +6,7 @@ import { ClusterPlan } from "./plan/clusterPlan";
 import { cpuVllmSkips } from "./plan/hostCommands";
 import { planCluster } from "./plan/plan";
 import { plannedResources } from "./plan/resources";
-import { resourceNames } from "./plan/naming";
+import { ResourceNames, resourceNames } from "./plan/naming";
 import { Wiring, digest, stdinLine } from "./wiring";
 import { SparkHost, lastLineWarnings } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
@@ -52,6 +52,10 @@ export class SparkCluster extends pulumi.ComponentResource {
     /** The Ray backend's head, workers and formation probe; undefined for mp and one host. */
     readonly ray?: RayCluster;
     readonly model: ModelEndpoint;
+    /** Each replica's deployment, in order (one with spark-vllm:replicas 1); the singular fields above are the first's. */
+    readonly replicas: ReplicaParts[];
+    /** Several replicas: each one's hosts, head, fabric verdict and serving figures; undefined with one. */
+    readonly replicaOutputs: pulumi.Output<Array<Record<string, unknown>> | undefined>;
     /** The reverse proxy on the head that publishes vllm.port and requires the key (vLLM listens on loopback only). */
     readonly proxy: EndpointProxy;
     /** endpoint.tls "generated" or "given": the certificate the proxy serves (PEM) and its SHA-256 fingerprint, for clients to pin. */
@@ -100,36 +104,87 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
         // 3. One idle container per host.
         this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
-        // Its value, which the fabric ranks (and head-then-copy's weights) carry in their triggers, is one digest of every
-        // container's id: the ids themselves were N per follower (issue 17).
-        wiring.gate(names.of("containers"), parent, digest(pulumi.all(this.containers.map(c => c.container.id)).apply(ids => ids.join(","))));
-        // 4. The same weights on every host.
-        this.weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
-        // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token
-        // authentication) are pulumi warnings, so `pulumi up` shows them.
-        this.compat = wiring.command(names.of("compat"), parent);
-        this.compat.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, this.compat)));
-        // 6. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
-        if (plan.hosts.some(h => h.fabricRank)) this.fabricCheck = new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent);
-        // 7. Ray backend: head, workers, every node joined.
-        if (plan.backend === "ray") this.ray = new RayCluster(names.of("ray"), { plan, names, wiring, token: rayToken! }, parent);
-        // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
         const keyLine = stdinLine(key);
-        this.proxy = new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine, given: args.tls }, parent);
+        const frontProxy = () => new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine, given: args.tls }, parent);
+        // Several replicas (components/plan/replicas.ts): the front proxy first, then each replica's deployment, in the
+        // order resources.ts plans them; each other replica's own proxy on its head comes with it.
+        const replicaPlans = plan.replicas ?? [plan];
+        const front = plan.replicas ? frontProxy() : undefined;
+        const hostIndex = (host: string) => plan.hosts.findIndex(h => h.host.name === host);
+        this.replicas = replicaPlans.map((rp, k) => {
+            const rn = plan.replicas ? resourceNames(name, k + 1) : names;
+            const proxyHere = !plan.replicas ? frontProxy : k === 0 ? () => undefined
+                : () => new EndpointProxy(rn.of("endpoint-proxy"), { plan: rp, names: rn, wiring, head: this.hosts[hostIndex(rp.head.host.name)], keyLine }, parent);
+            return this.replica(rp, rn, wiring, { containers: this.containers.filter((_, i) => rp.hosts.some(h => h.host.name === plan.hosts[i].host.name)),
+                rayToken, apiKey: key, hfToken: args.hfToken, proxyHere }, parent);
+        });
+        ({ weights: this.weights, compat: this.compat, fabricCheck: this.fabricCheck, ray: this.ray, model: this.model } = this.replicas[0]);
+        this.proxy = front ?? this.replicas[0].proxy!;
         this.endpointCertificate = this.proxy.certificate;
         this.endpointCertificateSha256 = this.proxy.certificateSha256;
-        // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).
-        this.model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: this.apiKey }, parent);
 
-        this.endpoint = this.model.probe.stdout.apply(() => plan.endpoint);
-        this.modelName = this.model.probe.stdout.apply(() => plan.modelName);
+        // Once every replica's probe has proven it.
+        const proven = pulumi.all(this.replicas.map(r => r.model.probe.stdout));
+        this.endpoint = proven.apply(() => plan.endpoint);
+        this.modelName = proven.apply(() => plan.modelName);
         // Preflight facts, the free memory each host's gate measured before vLLM started, and what was left once it loaded.
-        this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(this.model.memory), pulumi.all(this.model.memoryAfterLoad)]).apply(([facts, memory, afterLoad]) =>
+        const memory = this.replicas.flatMap(r => r.model.memory), memoryAfterLoad = this.replicas.flatMap(r => r.model.memoryAfterLoad);
+        this.hostFacts = pulumi.all([pulumi.all(this.hosts.map(h => h.facts)), pulumi.all(memory), pulumi.all(memoryAfterLoad)]).apply(([facts, memory, afterLoad]) =>
             Object.fromEntries(plan.hosts.map((h, i) => [h.host.name, { ...facts[i], memory: memory[i] as Record<string, unknown>, memoryAfterLoad: afterLoad[i] as Record<string, unknown> }])) as Record<string, Record<string, unknown>>);
         this.fabric = this.fabricCheck ? this.fabricCheck.result : pulumi.output(undefined);
         this.serving = this.model.serving;
+        // Several replicas: each one's hosts, head, fabric verdict and serving figures.
+        this.replicaOutputs = plan.replicas ? pulumi.all(this.replicas.map((r, k) => pulumi.all([
+            r.fabricCheck ? r.fabricCheck.result : pulumi.output(undefined), r.model.serving]).apply(([fabric, serving]) => ({
+            replica: k + 1, hosts: replicaPlans[k].hosts.map(h => h.host.name), head: replicaPlans[k].head.host.name,
+            ...(fabric ? { fabric } : {}), ...(serving ? { serving } : {}) })))) : pulumi.output(undefined);
         this.registerOutputs({ endpoint: this.endpoint, modelName: this.modelName, apiKey: this.apiKey, hosts: this.hostFacts, fabric: this.fabric,
-            endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256, serving: this.serving });
+            endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256, serving: this.serving, replicas: this.replicaOutputs });
     }
+
+    /**
+     * One replica's deployment, built in the order resources.ts plans it: its containers' gate, weights, compat check,
+     * fabric check, Ray, its proxy where it has one, then memory gates, vLLM and its probe.
+     */
+    private replica(plan: ClusterPlan, names: ResourceNames, wiring: Wiring, args: ReplicaArgs, parent: pulumi.ComponentResourceOptions): ReplicaParts {
+        // Its value, which the fabric ranks (and head-then-copy's weights) carry in their triggers, is one digest of every
+        // container's id: the ids themselves were N per follower (issue 17).
+        wiring.gate(names.of("containers"), parent, digest(pulumi.all(args.containers.map(c => c.container.id)).apply(ids => ids.join(","))));
+        // 4. The same weights on every host.
+        const weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
+        // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token
+        // authentication) are pulumi warnings, so `pulumi up` shows them.
+        const compat = wiring.command(names.of("compat"), parent);
+        compat.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, compat)));
+        // 6. Two or more hosts: an NCCL all-reduce across them proves the fabric before anything launches.
+        const fabricCheck = plan.hosts.some(h => h.fabricRank) ? new FabricCheck(names.of("fabric"), { plan, names, wiring }, parent) : undefined;
+        // 7. Ray backend: head, workers, every node joined.
+        const ray = plan.backend === "ray" ? new RayCluster(names.of("ray"), { plan, names, wiring, token: args.rayToken! }, parent) : undefined;
+        // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
+        const proxy = args.proxyHere();
+        // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).
+        const model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: args.apiKey }, parent);
+        return { weights, compat, fabricCheck, ray, proxy, model };
+    }
+}
+
+/** What one replica's deployment is built from, besides its plan and names. */
+interface ReplicaArgs {
+    containers: VllmContainer[];
+    rayToken?: pulumi.Output<string>;
+    apiKey: pulumi.Output<string>;
+    hfToken?: pulumi.Input<string>;
+    /** Builds the proxy this replica brings (the one proxy with one replica; its own with several, but the first's). */
+    proxyHere: () => EndpointProxy | undefined;
+}
+
+/** One replica's parts. */
+export interface ReplicaParts {
+    weights: ModelWeights;
+    compat: remote.Command;
+    fabricCheck?: FabricCheck;
+    ray?: RayCluster;
+    proxy?: EndpointProxy;
+    model: ModelEndpoint;
 }
 

@@ -22,6 +22,7 @@ import { HOST_KEY_HOWTO } from "../components/spec/hostKeys";
 import { exposureProblems, refusedArgProblem } from "../components/spec/extraArgs";
 import { KEYGUARD_MIDDLEWARE } from "../components/plan/hostCommands";
 import { vllmServeArgvs } from "./shellWords";
+import { REPLICA_LABEL } from "../components/plan/replicas";
 
 /**
  * The host the image rules assume at preview: a GB10 (compute capability 12.1) on DGX OS's R580 driver branch
@@ -160,16 +161,35 @@ function knownImageOf(resources: Res[]) {
     return image ? lookupImage(image) : undefined;
 }
 
-/** The memory planner's input, rebuilt from the resources: hosts from container labels, settings from `vllm serve`. */
+/**
+ * The vLLM containers by replica (the `spark-vllm.replica` label, components/plan/replicas.ts REPLICA_LABEL; one group
+ * when no container has it), in the order of the label's number.
+ */
+export function replicaContainers(resources: Res[]): Array<{ replica: string; containers: Res[] }> {
+    const groups = new Map<string, Res[]>();
+    for (const c of byType(resources, CONTAINER)) {
+        const k = label(c.props, REPLICA_LABEL) ?? "1";
+        groups.set(k, [...(groups.get(k) ?? []), c]);
+    }
+    return [...groups].sort(([a], [b]) => Number(a) - Number(b)).map(([replica, containers]) => ({ replica, containers }));
+}
+
+const hostOf = (c: Res) => ({ name: label(c.props, "spark-vllm.host") ?? c.name, gpus: Number(label(c.props, "spark-vllm.gpus") ?? 1) });
+
+/**
+ * The memory planner's input, rebuilt from the resources: hosts from container labels, settings from `vllm serve`. With
+ * several replicas, the hosts of one replica: each holds a whole copy of the model (parallelism-matches-gpus holds them equal).
+ */
 export function memoryInputFrom(resources: Res[]) {
     const serve = serveCommands(resources)[0];
     if (!serve) return undefined;
     const text = commandText(serve.props);
     const num = (flag: string) => (flagValue(text, flag) !== undefined ? Number(flagValue(text, flag)) : undefined);
-    const containers = byType(resources, CONTAINER);
+    const groups = replicaContainers(resources);
     return {
         modelId: servedModel(text),
-        hosts: containers.map(c => ({ name: label(c.props, "spark-vllm.host") ?? c.name, gpus: Number(label(c.props, "spark-vllm.gpus") ?? 1) })),
+        hosts: (groups[0]?.containers ?? []).map(hostOf),
+        replicas: groups.length,
         vllm: {
             tensorParallelSize: num("--tensor-parallel-size") ?? num("-tp") ?? 1,
             pipelineParallelSize: num("--pipeline-parallel-size") ?? num("-pp") ?? 1,
@@ -192,8 +212,12 @@ function memoryPlanFor(resources: Res[], config: MemoryOptions) {
     const input = memoryInputFrom(resources);
     if (!input?.modelId || input.hosts.length === 0) return undefined;
     const plan = planMemory(input, findModel(input.modelId), config);
-    return plan.kind === "plan" ? { plan, urn: input.urn } : undefined;
+    return plan.kind === "plan" ? { plan, urn: input.urn, replicas: input.replicas, hosts: input.hosts.length } : undefined;
 }
+
+/** With several replicas, what the memory figures are of: one replica, which holds a whole copy of the model. */
+const perReplica = (replicas: number, hosts: number) =>
+    replicas > 1 ? ` (per replica: each of the ${replicas} replicas holds a whole copy of the model on its ${hosts} host${hosts === 1 ? "" : "s"}; fewer spark-vllm:replicas give each more hosts)` : "";
 
 const SECRET_PATTERNS: Array<[RegExp, string]> = [
     [/\bhf_[A-Za-z0-9]{30,}/, "a Hugging Face token (hf_…)"],
@@ -242,8 +266,17 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
             if (!input || input.hosts.length === 0) return;
             const { tensorParallelSize: tp, pipelineParallelSize: pp } = input.vllm;
             const gpus = input.hosts.reduce((n, h) => n + h.gpus, 0);
-            if (tp * pp !== gpus)
+            const groups = replicaContainers(args.resources);
+            if (groups.length === 1 && tp * pp !== gpus)
                 report(`vllm serve uses TP × PP = ${tp} × ${pp} = ${tp * pp} GPUs but the hosts have ${gpus}. Remediation: set spark-vllm:vllm.tensorParallelSize × pipelineParallelSize to ${gpus}, or change the hosts.`, input.urn);
+            // Several replicas: each runs one copy on TP × PP GPUs, so TP × PP × replicas is every host's GPUs, split evenly.
+            const total = groups.reduce((n, g) => n + g.containers.reduce((m, c) => m + hostOf(c).gpus, 0), 0);
+            if (groups.length > 1) for (const g of groups) {
+                const hosts = g.containers.map(hostOf), own = hosts.reduce((n, h) => n + h.gpus, 0);
+                if (own !== tp * pp)
+                    report(`replica ${g.replica} (${hosts.map(h => h.name).join(", ")}) has ${own} GPU${own === 1 ? "" : "s"} but vllm serve uses TP × PP = ${tp} × ${pp} = ${tp * pp}: ` +
+                        `TP × PP × replicas = ${tp * pp * groups.length} ≠ the hosts' ${total} GPUs. Remediation: set spark-vllm:vllm.tensorParallelSize × pipelineParallelSize to ${total / groups.length} (the GPUs of one replica), or change spark-vllm:replicas or the hosts.`, input.urn);
+            }
             const model = input.modelId ? findModel(input.modelId) : undefined;
             if (model && model.attentionHeads % tp !== 0)
                 report(`${model.id} has ${model.attentionHeads} attention heads, not divisible by TP=${tp}. Remediation: choose a tensorParallelSize that divides ${model.attentionHeads} (use pipelineParallelSize for the rest).`, input.urn);
@@ -256,7 +289,7 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
         configSchema: MEMORY_CONFIG_SCHEMA,
         validateStack: (args, report) => {
             const m = memoryPlanFor(args.resources, args.getConfig<MemoryOptions>());
-            if (m && !m.plan.weightsFit) report(`${m.plan.modelId}: ${m.plan.problems[0]}.`, m.urn);
+            if (m && !m.plan.weightsFit) report(`${m.plan.modelId}: ${m.plan.problems[0]}${perReplica(m.replicas, m.hosts)}.`, m.urn);
         },
     },
     {
@@ -378,6 +411,29 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
                 report(`hosts use different interface families for NCCL: ${[...fam.values()].flat().join(", ")} (enP7s7 is the 10 GbE port, not the fabric). Remediation: set every host's fabric.interface to its ConnectX-7 netdev (enp1s0f…np…).`);
             for (const [ip, names] of ips)
                 if (names.length > 1) report(`containers ${names.join(", ")} share VLLM_HOST_IP=${ip}. Remediation: give each host its own fabric.address.`);
+        },
+    },
+    {
+        name: "replica-hosts-share-fabric-subnet",
+        description: "The hosts of each replica (all hosts with one) share one fabric subnet: their NCCL, Gloo and Ray traffic stays on the link between them.",
+        // Advisory: the stack names addresses, not prefix lengths, so preview assumes NVIDIA's /24 (connect-two-sparks
+        // netplan `addresses: [192.168.100.10/24]`) or link-local's /16 (RFC 3927); the fabric check proves the real link at up.
+        enforcementLevel: "advisory",
+        validateStack: (args, report) => {
+            for (const g of replicaContainers(args.resources)) {
+                const subnets = new Map<string, string[]>();
+                for (const c of g.containers.filter(c => known(c.props.envs))) {
+                    const ip = envMap(c.props).get("VLLM_HOST_IP");
+                    const octets = ip?.split(".");
+                    if (!octets || octets.length !== 4) continue;
+                    const subnet = octets[0] === "169" && octets[1] === "254" ? "169.254.0.0/16" : `${octets.slice(0, 3).join(".")}.0/24`;
+                    subnets.set(subnet, [...(subnets.get(subnet) ?? []), `${hostOf(c).name}=${ip}`]);
+                }
+                if (subnets.size > 1)
+                    report(`${g.replica === "1" && replicaContainers(args.resources).length === 1 ? "the hosts" : `replica ${g.replica}'s hosts`} are on ` +
+                        `${subnets.size} fabric subnets (assuming /24, or /16 link-local): ${[...subnets].map(([n, hs]) => `${n}: ${hs.join(", ")}`).join("; ")}. ` +
+                        `Remediation: give the hosts of one replica fabric.address values on one subnet (the ports they share a switch or cable on), or regroup the hosts (they form the replicas in order).`);
+            }
         },
     },
     {

@@ -134,6 +134,12 @@ export interface TestBed {
     cpuVllm?: boolean;
 }
 
+/** How a rolling update of several replicas drains one (`rollout`). */
+export interface Rollout {
+    /** Seconds a drained replica is given to finish its running requests. Default: 120. */
+    drainSeconds?: number;
+}
+
 /**
  * The stack config's `spark-vllm:` keys, the same names and shape (docs/configuration.md has every default), plus
  * the program's secrets and the component's own options.
@@ -157,6 +163,10 @@ export interface SparkClusterArgs {
     probes?: Probes;
     /** spark-vllm's own test bed. Default: off. */
     testBed?: TestBed;
+    /** Copies of the model behind the one endpoint; the hosts, in order, form this many equal groups. Default: 1. */
+    replicas?: number;
+    /** Rolling updates of several replicas. Default: every key's default. */
+    rollout?: Rollout;
     /** Where logs go on the hosts. Default: /var/tmp/spark-vllm. */
     logDir?: string;
     /** The containers' /dev/shm in MB. Default: 10240. */
@@ -176,7 +186,7 @@ export interface SparkClusterArgs {
 }
 
 /** The config keys of SparkClusterArgs, as parseSpec reads them (components/spec/stackConfig.ts KNOWN_KEYS). */
-const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed"] as const;
+const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed", "replicas", "rollout"] as const;
 /** Secrets: parseSpec sees only whether they are set (SECRET_SET), as it does for a stack's `secure:` values. */
 const SECRET_ARGS = ["sshPrivateKey", "hfToken", "tlsCertificate", "tlsPrivateKey"] as const;
 

@@ -110,6 +110,12 @@ export interface ClusterPlan {
     /** Where the head keeps the vLLM log and pid. */
     vllmLog: string;
     vllmPidFile: string;
+    /**
+     * spark-vllm:replicas above 1 only: each replica's own plan, over its hosts (components/plan/replicas.ts), in the
+     * order a rolling update takes them. The plan's own fields are then the first replica's (the front, with the proxy),
+     * but `spec` (the whole config) and `hosts` (every replica's hosts, in order).
+     */
+    replicas?: ClusterPlan[];
 }
 
 /** The endpoint proxy on the head: its image, its optional certificate, its configuration and its container. */

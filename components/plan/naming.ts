@@ -19,6 +19,18 @@ export const CLUSTER_ROLES = [
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 
+/**
+ * The cluster roles each replica has its own of when `spark-vllm:replicas` is above 1 (components/plan/replicas.ts): what
+ * one complete deployment of the model runs (its weights, compat check, fabric check, Ray, vLLM, probe and proof). The
+ * rest stays one per cluster: the API key, the front proxy on the first host (and its certificate), the preflights' and
+ * images' gates.
+ */
+export const REPLICA_ROLES: readonly ClusterRole[] = [
+    "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
+    // Each replica but the first has its own proxy on its head (the first's is the front, named as the one proxy is).
+    "endpoint-proxy", "proxy", "proxy-pull", "proxy-conf",
+];
+
 /** Name makers for one cluster (see resourceNames). */
 export interface ResourceNames {
     cluster: string;
@@ -28,12 +40,16 @@ export interface ResourceNames {
     of(role: ClusterRole): string;
 }
 
-/** The names of one SparkCluster's resources; `cluster` defaults to "spark", the name index.ts gives it. */
-export function resourceNames(cluster: string = CLUSTER): ResourceNames {
+/**
+ * The names of one SparkCluster's resources; `cluster` defaults to "spark", the name index.ts gives it. `replica`
+ * (1-based), with several replicas only: a REPLICA_ROLES role is `<cluster>-replica.<k>-<role>`. The dot is in no host
+ * name (`[a-z0-9-]`), so no host's `<cluster>-<host>-<role>` can equal it; with one replica no name changes.
+ */
+export function resourceNames(cluster: string = CLUSTER, replica?: number): ResourceNames {
     return {
         cluster,
         host: (host, role) => (role ? `${cluster}-${host}-${role}` : `${cluster}-${host}`),
-        of: role => `${cluster}-${role}`,
+        of: role => (replica !== undefined && REPLICA_ROLES.includes(role) ? `${cluster}-replica.${replica}-${role}` : `${cluster}-${role}`),
     };
 }
 

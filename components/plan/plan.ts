@@ -8,6 +8,7 @@ import { proxyConfig, proxyContainer, proxyTls } from "./proxyPlan";
 import { Owner, proxyOwnerLabels } from "./ownership";
 import { ClusterPlan, HostPlan, Role } from "./clusterPlan";
 import { containerPlan } from "./containers";
+import { REPLICA_LABEL, replicaGroups } from "./replicas";
 import {
     compat, endpointProbe, endpointScheme, fabricRank, imageFromHead, memoryAfterLoad, memoryGate, packTools, preflight, rayLaunch, rayProbe,
     rayStartArgv, servingProof, toolsInstall, vllmFiles, vllmLaunch, vllmServeArgv, weights, weightsSource,
@@ -15,6 +16,23 @@ import {
 
 /** Builds the whole plan. Deterministic: the same spec gives the same plan, byte for byte. */
 export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgram(), opts: { hfToken?: boolean; owner?: Owner } = {}): ClusterPlan {
+    // Several replicas: each group planned as one cluster over its own hosts (its head is its first host).
+    if (spec.replicas > 1) {
+        const groups = replicaGroups(spec);
+        const replicas = groups.map(g => {
+            // The front (the first replica's proxy) balances over its loopback vLLM and every other replica's proxy, which
+            // listens on its head's fabric address (and loopback, for its probe), plain HTTP: TLS ends at the front.
+            const front = g.index === 1;
+            const own = front ? g.spec : { ...g.spec, endpoint: { ...g.spec.endpoint, tls: "none" as const } };
+            const plan = planCluster(own, toolsContent, opts);
+            const shape = front ? { replicas: [`127.0.0.1:${spec.vllm.internalPort}`, ...groups.slice(1).map(o => `${o.hosts[0].fabric.address}:${spec.vllm.port}`)] }
+                : { listen: [`127.0.0.1:${spec.vllm.port}`, `${g.hosts[0].fabric.address}:${spec.vllm.port}`] };
+            // Each container says which replica it serves (the policies judge each replica's parallelism and memory by it).
+            const hosts = plan.hosts.map(h => ({ ...h, container: { ...h.container, labels: [...h.container.labels, [REPLICA_LABEL, String(g.index)] as [string, string]] } }));
+            return { ...plan, hosts, head: hosts[0], proxy: { ...plan.proxy, config: { ...proxyConfig(own, shape), stdin: "apiKey" as const } } };
+        });
+        return { ...replicas[0], spec, hosts: replicas.flatMap(r => r.hosts), replicas };
+    }
     // The stack this cluster belongs to: labels on its containers, the env of its processes, the hosts' ownership check.
     const owner = opts.owner;
     const headSpec = spec.hosts[0];

@@ -160,9 +160,10 @@ export const PLAIN_REQUEST_LINE = `^[A-Z]+ (/${SEGMENT})+(\\?[^ ]*)? HTTP/1\\.[0
  * - core `user nobody nogroup` (both exist in Debian's base-passwd, which the official image and the sim's share),
  *   `daemon off` (the container's main process), `pid` in /tmp.
  */
-export function nginxConf(spec: ClusterSpec): string {
-    const upstream = `http://127.0.0.1:${spec.vllm.internalPort}`;
+export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
+    const upstream = shape.replicas ? `http://${REPLICAS_UPSTREAM}` : `http://127.0.0.1:${spec.vllm.internalPort}`;
     const tls = spec.endpoint.tls !== "none";
+    const listen = shape.listen ?? [`${spec.vllm.port}${tls ? " ssl" : ""}`];
     const unauthorized = [
         `        if ($spark_vllm_authorized = 0) {`,
         `            return 401;`,
@@ -191,8 +192,9 @@ export function nginxConf(spec: ClusterSpec): string {
         "        default 0;",
         `        "~${PLAIN_REQUEST_LINE}" 1;`,
         "    }",
+        ...(shape.replicas ? replicasUpstream(shape.replicas) : []),
         "    server {",
-        `        listen ${spec.vllm.port}${tls ? " ssl" : ""};`,
+        ...listen.map(l => `        listen ${l};`),
         ...(tls ? [
             `        ssl_certificate ${PROXY_MOUNT}/tls.crt;`,
             `        ssl_certificate_key ${PROXY_MOUNT}/tls.key;`,
@@ -200,6 +202,14 @@ export function nginxConf(spec: ClusterSpec): string {
         ] : []),
         "        proxy_http_version 1.1;",
         "        proxy_buffering off;",
+        ...(shape.replicas ? [
+            // ngx_http_proxy_module `proxy_next_upstream` (nginx.org/en/docs/http/ngx_http_proxy_module.html): a replica
+            // that refuses the connection (vLLM stopped or still loading), times out, or answers 502/503 (its own proxy
+            // without a vLLM behind it) passes the request to the next replica. `non_idempotent`: without it nginx does not
+            // pass a POST on once it was sent to a server (tests/unit/plan/proxy-replicas-nginx.test.ts fails without it),
+            // and every completion is a POST; a generation has no side effect, so a second try is safe.
+            "        proxy_next_upstream error timeout http_502 http_503 non_idempotent;",
+        ] : []),
         `        proxy_read_timeout ${PROXY_READ_TIMEOUT_SECONDS}s;`,
         `        proxy_send_timeout ${PROXY_READ_TIMEOUT_SECONDS}s;`,
         "        proxy_set_header Host $host;",
@@ -250,6 +260,39 @@ export function nginxConf(spec: ClusterSpec): string {
 }
 
 /**
+ * Where the proxy listens and what it forwards to, when it is not the one proxy of one replica (which listens on
+ * vllm.port on every address and forwards to vLLM on the head's loopback).
+ */
+export interface ProxyShape {
+    /** nginx `listen` values; default vllm.port (with ssl under endpoint.tls) on every address. */
+    listen?: string[];
+    /**
+     * The front proxy of several replicas: the servers it balances over, `host:port` each: the first replica's vLLM on
+     * loopback, then each other replica's proxy on its head's fabric address (components/plan/replicas.ts).
+     */
+    replicas?: string[];
+}
+
+/** The name of the front proxy's `upstream` block of the replicas. */
+const REPLICAS_UPSTREAM = "spark_vllm_replicas";
+
+/**
+ * The front proxy's upstream (ngx_http_upstream_module, nginx.org/en/docs/http/ngx_http_upstream_module.html):
+ * `least_conn` sends a request to the server with the fewest active connections; `max_fails=1 fail_timeout=10s` takes a
+ * server that failed once (an error, a timeout, or a 502/503 as proxy_next_upstream counts them) out for 10 s, after which
+ * nginx tries it again. The client's Authorization header goes on to the replica unchanged (`proxy_pass_request_headers`,
+ * on by default), and each replica's own proxy checks the key again.
+ */
+function replicasUpstream(servers: string[]): string[] {
+    return [
+        `    upstream ${REPLICAS_UPSTREAM} {`,
+        "        least_conn;",
+        ...servers.map(s => `        server ${s} max_fails=1 fail_timeout=10s;`),
+        "    }",
+    ];
+}
+
+/**
  * RFC 6750 section 2.1: a Bearer credential is a b64token, `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
  * A key outside it cannot be matched safely in nginx's configuration; the generated key is alphanumeric.
  */
@@ -262,7 +305,7 @@ const NOT_B64TOKEN = "''|*[!A-Za-z0-9._~+/=-]*";
  * (docker restart waits until nginx is up again), so a rotated key is in force before anything that follows; on an
  * update, only when a file changed.
  */
-export function proxyConfig(spec: ClusterSpec): { create: string; update: string; delete: string; timeoutSeconds: number } {
+export function proxyConfig(spec: ClusterSpec, shape: ProxyShape = {}): { create: string; update: string; delete: string; timeoutSeconds: number } {
     const dir = proxyDir(spec);
     const file = (name: string) => shq(`${dir}/${name}`);
     const temp = (name: string) => `$(mktemp ${shq(`${dir}/.${name}.XXXXXX`)})`;
@@ -287,7 +330,7 @@ export function proxyConfig(spec: ClusterSpec): { create: string; update: string
             `printf ${shq('"~^[Bb][Ee][Aa][Rr][Ee][Rr] %s$" 1;\n')} "$escaped" > "$tmp" || { rm -f "$tmp"; exit 1; }`,
             place("api-key.map"),
             `tmp=${temp("nginx.conf")} || exit 1`,
-            `printf '%s' ${shq(nginxConf(spec))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
+            `printf '%s' ${shq(nginxConf(spec, shape))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
             place("nginx.conf"),
             `if [ -n "$changed" ]; then ${restartIfRunning(container)}; fi`,
             `echo ${shq(`proxy configuration written to ${spec.hosts[0].name}:${dir}`)}`,

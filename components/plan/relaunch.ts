@@ -36,8 +36,9 @@ export function toolsUrn(owner: Owner, host: string): string {
 }
 
 /** The command whose `create` wrote a host's launch record (components/plan/launches.ts LaunchRecord.name); undefined for another name. */
-export function launchUrn(owner: Owner, host: string, head: boolean, launch: string): string | undefined {
-    const n = resourceNames();
+export function launchUrn(owner: Owner, host: string, head: boolean, launch: string, replica?: number): string | undefined {
+    // Several replicas: a replica's head launches are named per replica (naming.ts REPLICA_ROLES).
+    const n = resourceNames(undefined, replica);
     if (launch === "vllm") return commandUrn(owner, "ModelEndpoint", head ? n.of("vllm-launch") : n.host(host, "vllm"));
     if (launch === "ray") return commandUrn(owner, "RayCluster", head ? n.of("ray-head") : n.host(host, "ray"));
     return undefined;
@@ -47,9 +48,9 @@ export function launchUrn(owner: Owner, host: string, head: boolean, launch: str
  * What relaunches LAUNCH on HOST: vLLM (the head's or an mp worker's), every host's memory gate, never the launch alone
  * (that would skip the gates, and a `startup-free-memory` would come back); Ray, that host's Ray launch.
  */
-export function relaunchUrns(owner: Owner, hosts: string[], host: string, head: boolean, launch: string): string[] | undefined {
+export function relaunchUrns(owner: Owner, hosts: string[], host: string, head: boolean, launch: string, replica?: number): string[] | undefined {
     if (launch === "vllm") return memoryGateUrns(owner, hosts);
-    const urn = launchUrn(owner, host, head, launch);
+    const urn = launchUrn(owner, host, head, launch, replica);
     return urn ? [urn] : undefined;
 }
 

@@ -148,7 +148,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
 
     const head = plan.head.host;
     const hosts = plan.hosts;
-    const workers = hosts.slice(1);
+    const replicas = plan.replicas ?? [plan];
     const preflights = hosts.map(h => n.host(h.host.name, "preflight"));
 
     if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {}, secretDigest: "apiKey" });
@@ -186,80 +186,85 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // sg.pendingDeletes), so a worker's container registering first stopped the head's container while vLLM's delete
     // still ran in it (`Process exited with status 137`, issue 37). Registering the head's first, its chain stops
     // every launch that depends on it before any container goes.
-    const headContainer = n.host(head.name, "container");
-    hosts.forEach((h, i) =>
+    // Several replicas: each container waits for its own replica's head's (the launches it shares are that replica's).
+    const groupHead = new Map(replicas.flatMap(r => r.hosts.map(h => [h.host.name, r.head.host.name] as const)));
+    hosts.forEach((h, i) => {
+        const itsHead = groupHead.get(h.host.name)!;
         add({ name: n.host(h.host.name, "container"), type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
             inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
-            dependsOn: [images[i], n.of("images"), ...(i > 0 ? [headContainer] : [])], replacedBy: [n.of("images")] }));
-
-    const containers = hosts.map(h => n.host(h.host.name, "container"));
-    add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
-
-    // 4. Weights: the head's first, then the workers'; all must agree. head-then-copy: the head's server runs in the
-    // foreground of its command beside the workers' copies (both start once the head holds the weights; a worker must
-    // not wait on it, or neither ends) and stops when each has reported. So the server and every worker's copy re-run
-    // together: the same changes replace them (the head's weights, any worker's container or copy command, the token).
-    const container = (h: HostSpec) => n.host(h.name, "container");
-    const weights = (h: HostSpec) => n.host(h.name, "weights");
-    command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
-    const copy = plan.weightsSource;
-    if (copy) {
-        add({ name: n.of("weights-token"), type: PASSWORD, inputs: { length: 40, special: false } });
-        // Through the containers gate and one digest of every copy's text, not a list per host (issue 17: linear).
-        const together = {
-            replacedBy: [weights(head), n.of("weights-token"), n.of("containers")],
-            triggers: [sha256(workers.map(w => w.weights.create).join("\n"))],
-        };
-        command(n.of("weights-source"), head, copy, { dependsOn: [weights(head)], ...together });
-        for (const w of workers) command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host), weights(head)], ...together });
-    } else for (const w of workers)
-        command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host)], replacedBy: [container(w.host)] });
-    add({ name: n.of("weights"), type: GATE, inputs: {}, dependsOn: hosts.map(h => weights(h.host)), replacedBy: hosts.map(h => weights(h.host)) });
-    const copied = copy ? [n.of("weights-source")] : [];
-
-    // 5. The image's vLLM against the model, in seconds, before anything launches.
-    command(n.of("compat"), head, plan.compat, {
-        dependsOn: [container(head), ...hosts.map(h => weights(h.host)), ...copied], replacedBy: [container(head), n.of("weights")] });
-
-    // 6. The fabric, proven before anything launches: one all-reduce rank per host, all at once, after the compat
-    // check (an image that cannot run here gets its clear verdict there, not a CUDA error from the all-reduce). Every rank follows
-    // every container (through the gate), so a replaced container re-runs all of them together.
-    const fabric = hosts.filter(h => h.fabricRank).map(h => {
-        const name = n.host(h.host.name, "fabric");
-        command(name, h.host, h.fabricRank!, { dependsOn: [n.host(h.host.name, "container"), n.of("compat")], replacedBy: [n.of("containers")] });
-        return name;
+            dependsOn: [images[i], n.of("images"), ...(itsHead !== h.host.name ? [n.host(itsHead, "container")] : [])], replacedBy: [n.of("images")] });
     });
 
-    // 7. Ray backend: head, workers, then the probe that waits for every node and GPU.
-    const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
-    if (plan.backend === "ray") {
-        command(n.of("ray-head"), head, plan.head.rayLaunch!, {
-            triggers: launch(head), dependsOn: [container(head), n.of("compat"), ...fabric], replacedBy: [container(head), n.of("ray-token")] });
-        for (const w of workers)
-            command(n.host(w.host.name, "ray"), w.host, w.rayLaunch!, {
-                triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head"), n.of("ray-token")] });
-        command(n.of("ray-probe"), head, plan.rayProbe!, { dependsOn: rays, replacedBy: rays });
+    // The endpoint proxy goes before the replicas with several (every replica's probe follows it); with one, where it always was.
+    // Several replicas: the first's proxy is the front (named as the one proxy is); each other replica's own proxy on
+    // its head comes with that replica, and its probe goes through it.
+    const single = replicas.length === 1;
+    if (!single) endpointProxy(plan, n);
+    replicas.forEach((replica, k) => {
+        const rn = single ? n : resourceNames(opts.cluster, k + 1);
+        const proxyNames = k === 0 ? n : rn;
+        replicaResources(replica, rn, proxyNames, single ? () => endpointProxy(plan, n) : k === 0 ? () => {} : () => endpointProxy(replica, rn));
+    });
+    return out;
+
+    /** One replica's deployment: its weights, compat and fabric checks, Ray, memory gates, vLLM, probe and proof. */
+    function replicaResources(plan: ClusterPlan, n: ResourceNames, proxyNames: ResourceNames, proxyHere: () => void): void {
+        const head = plan.head.host;
+        const hosts = plan.hosts;
+        const workers = hosts.slice(1);
+        const containers = hosts.map(h => n.host(h.host.name, "container"));
+        add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
+
+        // 4. Weights: the head's first, then the workers'; all must agree. head-then-copy: the head's server runs in the
+        // foreground of its command beside the workers' copies (both start once the head holds the weights; a worker must
+        // not wait on it, or neither ends) and stops when each has reported. So the server and every worker's copy re-run
+        // together: the same changes replace them (the head's weights, any worker's container or copy command, the token).
+        const container = (h: HostSpec) => n.host(h.name, "container");
+        const weights = (h: HostSpec) => n.host(h.name, "weights");
+        command(weights(head), head, plan.head.weights, { dependsOn: [container(head)], replacedBy: [container(head)] });
+        const copy = plan.weightsSource;
+        if (copy) {
+            add({ name: n.of("weights-token"), type: PASSWORD, inputs: { length: 40, special: false } });
+            // Through the containers gate and one digest of every copy's text, not a list per host (issue 17: linear).
+            const together = {
+                replacedBy: [weights(head), n.of("weights-token"), n.of("containers")],
+                triggers: [sha256(workers.map(w => w.weights.create).join("\n"))],
+            };
+            command(n.of("weights-source"), head, copy, { dependsOn: [weights(head)], ...together });
+            for (const w of workers) command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host), weights(head)], ...together });
+        } else for (const w of workers)
+            command(weights(w.host), w.host, w.weights, { dependsOn: [container(w.host)], replacedBy: [container(w.host)] });
+        add({ name: n.of("weights"), type: GATE, inputs: {}, dependsOn: hosts.map(h => weights(h.host)), replacedBy: hosts.map(h => weights(h.host)) });
+        const copied = copy ? [n.of("weights-source")] : [];
+
+        // 5. The image's vLLM against the model, in seconds, before anything launches.
+        command(n.of("compat"), head, plan.compat, {
+            dependsOn: [container(head), ...hosts.map(h => weights(h.host)), ...copied], replacedBy: [container(head), n.of("weights")] });
+
+        // 6. The fabric, proven before anything launches: one all-reduce rank per host, all at once, after the compat
+        // check (an image that cannot run here gets its clear verdict there, not a CUDA error from the all-reduce). Every rank follows
+        // every container (through the gate), so a replaced container re-runs all of them together.
+        const fabric = hosts.filter(h => h.fabricRank).map(h => {
+            const name = n.host(h.host.name, "fabric");
+            command(name, h.host, h.fabricRank!, { dependsOn: [n.host(h.host.name, "container"), n.of("compat")], replacedBy: [n.of("containers")] });
+            return name;
+        });
+
+        // 7. Ray backend: head, workers, then the probe that waits for every node and GPU.
+        const rays = plan.backend !== "ray" ? [] : [n.of("ray-head"), ...workers.map(w => n.host(w.host.name, "ray"))];
+        if (plan.backend === "ray") {
+            command(n.of("ray-head"), head, plan.head.rayLaunch!, {
+                triggers: launch(head), dependsOn: [container(head), n.of("compat"), ...fabric], replacedBy: [container(head), n.of("ray-token")] });
+            for (const w of workers)
+                command(n.host(w.host.name, "ray"), w.host, w.rayLaunch!, {
+                    triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head"), n.of("ray-token")] });
+            command(n.of("ray-probe"), head, plan.rayProbe!, { dependsOn: rays, replacedBy: rays });
     }
     // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
     const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
-    // 7b. The endpoint proxy on the head (components/plan/proxyPlan.ts): its image, the generated certificate (tls
-    // "generated"), the configuration with the key (from stdin; re-written and the proxy restarted when the key
-    // changes), then nginx. It needs nothing of vLLM: it answers 502 until vLLM listens.
-    const proxy = plan.proxy;
-    const headTools = n.host(head.name, "tools");
-    add({ name: n.of("proxy-pull"), type: IMAGE, host: head.name, dependsOn: [n.host(head.name, "preflight"), n.of("preflights")],
-        inputs: { name: proxy.image, platform: proxy.platform, keepLocally: opts.keepImage ?? true } });
-    const tls = proxy.tls ? n.of("proxy-tls") : undefined;
-    // tls "given": the certificate's digest (a gate, as a given API key's) replaces its files when it is rotated.
-    const given = proxy.tls?.stdin === "tlsFiles";
-    if (given) add({ name: n.of("proxy-cert"), type: GATE, inputs: {}, secretDigest: "tlsFiles" });
-    if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull"), ...(given ? [n.of("proxy-cert")] : [])] });
-    command(n.of("proxy-conf"), head, proxy.config, {
-        dependsOn: [headTools, ...(tls ? [tls] : [])], replacedBy: [n.of("api-key"), ...(tls ? [tls] : [])] });
-    add({ name: n.of("proxy"), type: CONTAINER, host: head.name, deleteBeforeReplace: true,
-        inputs: { ...proxy.container, image: repoDigest(proxy.image) },
-        dependsOn: [n.of("proxy-pull"), n.of("proxy-conf")], replacedBy: [n.of("proxy-pull")] });
+    proxyHere();
+
 
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text's digest is
@@ -289,12 +294,35 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
     const launches = [n.of("vllm-launch"), ...headless];
     // Again after the proxy's configuration or certificate changed (it restarted the proxy): the probe pins the served certificate.
-    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, n.of("proxy")], replacedBy: [...launches, n.of("proxy"), n.of("proxy-conf")] });
+    command(n.of("endpoint-probe"), head, plan.endpointProbe, { dependsOn: [...launches, proxyNames.of("proxy")], replacedBy: [...launches, proxyNames.of("proxy"), proxyNames.of("proxy-conf")] });
     // Free memory on every host with vLLM loaded: again whenever the endpoint is proven again.
     hosts.forEach(h => command(n.host(h.host.name, "loaded"), h.host, h.memoryAfterLoad, {
         dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] }));
     // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
     if (plan.servingProof)
         command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });
-    return out;
+    }
+
+    /**
+     * 7b. The endpoint proxy on the head (components/plan/proxyPlan.ts): its image, the generated certificate (tls
+     * "generated"), the configuration with the key (from stdin; re-written and the proxy restarted when the key
+     * changes), then nginx. It needs nothing of vLLM: it answers 502 until vLLM listens.
+     */
+    function endpointProxy(plan: ClusterPlan, n: ResourceNames): void {
+        const proxy = plan.proxy;
+        const head = plan.head.host;
+        const headTools = n.host(head.name, "tools");
+        add({ name: n.of("proxy-pull"), type: IMAGE, host: head.name, dependsOn: [n.host(head.name, "preflight"), n.of("preflights")],
+            inputs: { name: proxy.image, platform: proxy.platform, keepLocally: opts.keepImage ?? true } });
+        const tls = proxy.tls ? n.of("proxy-tls") : undefined;
+        // tls "given": the certificate's digest (a gate, as a given API key's) replaces its files when it is rotated.
+        const given = proxy.tls?.stdin === "tlsFiles";
+        if (given) add({ name: n.of("proxy-cert"), type: GATE, inputs: {}, secretDigest: "tlsFiles" });
+        if (proxy.tls) command(n.of("proxy-tls"), head, proxy.tls, { dependsOn: [headTools, n.of("proxy-pull")], replacedBy: [n.of("proxy-pull"), ...(given ? [n.of("proxy-cert")] : [])] });
+        command(n.of("proxy-conf"), head, proxy.config, {
+            dependsOn: [headTools, ...(tls ? [tls] : [])], replacedBy: [n.of("api-key"), ...(tls ? [tls] : [])] });
+        add({ name: n.of("proxy"), type: CONTAINER, host: head.name, deleteBeforeReplace: true,
+            inputs: { ...proxy.container, image: repoDigest(proxy.image) },
+            dependsOn: [n.of("proxy-pull"), n.of("proxy-conf")], replacedBy: [n.of("proxy-pull")] });
+    }
 }

@@ -144,8 +144,15 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
     // What relaunches a launch (components/plan/relaunch.ts): a plain `up` cannot, the command provider never reads one back.
     const owner = { project, stack };
     const up = replaceCommand(owner, []);
-    const urns = (host: string, launch: string) =>
-        relaunchUrns(owner, plan.hosts.map(h => h.host.name), host, plan.head.host.name === host, launch);
+    // Several replicas: a host's launches belong to its replica (its head, its hosts' memory gates, its names).
+    const groups = plan.replicas ?? [plan];
+    const groupOf = (host: string) => groups.findIndex(g => g.hosts.some(h => h.host.name === host));
+    const headOf = (host: string) => (groups[groupOf(host)] ?? plan).head.host.name;
+    const urns = (host: string, launch: string) => {
+        const k = groupOf(host);
+        const g = groups[k] ?? plan;
+        return relaunchUrns(owner, g.hosts.map(h => h.host.name), host, g.head.host.name === host, launch, plan.replicas ? k + 1 : undefined);
+    };
     const hosts = reports.map(r => r.givenUp ? { ...r, givenUp: r.givenUp.map(g => ({ ...g, replace: urns(r.host, g.name) })) } : r);
     const relaunch = (host: string, launch: "vllm" | "ray") => replaceCommand(owner, urns(host, launch)!);
     // Only a new launch clears a marker (launches.ts writeRecord removes `<name>.failed` before it writes the record; a
@@ -182,7 +189,7 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             // worker's Ray launch follows (replacedBy). Either is followed by the Ray probe, the memory gates, vLLM.
             problems.push(r.raylet === false
                 ? `${r.host}: its Ray node is not in the cluster; run \`${relaunch(r.host, "ray")}\` to relaunch Ray and vLLM`
-                : `${r.host}: the Ray cluster cannot be asked (${r.rayError ?? "no answer"}); run \`${relaunch(plan.head.host.name, "ray")}\` to relaunch Ray and vLLM`);
+                : `${r.host}: the Ray cluster cannot be asked (${r.rayError ?? "no answer"}); run \`${relaunch(headOf(r.host), "ray")}\` to relaunch Ray and vLLM`);
         const runsVllm = r.role === "head" || plan.backend === "mp";
         if (runsVllm && r.vllm?.state !== "running") {
             if (gaveUp.has("vllm")) continue;

@@ -452,12 +452,22 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
 
     const vllm = r.object(root.vllm, "vllm", false) ?? {};
     r.unknownKeys(vllm, "vllm", ["tensorParallelSize", "pipelineParallelSize", "port", "gpuMemoryUtilization", "maxModelLen", "extraArgs", "version", "backend", "masterPort", "internalPort"]);
+    const replicas = parseReplicas(r, root, parsedHosts.length);
+    const groups = replicaHostGroups(parsedHosts, replicas ?? 1);
     const gpusKnown = parsedHosts.length > 0 && parsedHosts.every(p => p.gpus !== undefined);
-    const totalGpus = parsedHosts.reduce((n, p) => n + (p.gpus ?? 0), 0);
+    const groupGpus = groups.map(g => g.reduce((n, p) => n + (p.gpus ?? 0), 0));
+    const totalGpus = groupGpus[0] ?? 0;
     const pp = r.integer(vllm, "pipelineParallelSize", "vllm", 1, 64, 1);
     const tp = r.integer(vllm, "tensorParallelSize", "vllm", 1, 64, pp && totalGpus ? Math.max(1, Math.floor(totalGpus / pp)) : 1);
-    if (tp !== undefined && pp !== undefined && gpusKnown && tp * pp !== totalGpus)
+    if (tp !== undefined && pp !== undefined && gpusKnown && groups.length === 1 && tp * pp !== totalGpus)
         r.problem("vllm.tensorParallelSize", `TP × PP = ${tp} × ${pp} = ${tp * pp}, but the hosts have ${totalGpus} GPU${totalGpus === 1 ? "" : "s"} in all; set TP × PP to ${totalGpus} or change the hosts`);
+    if (tp !== undefined && pp !== undefined && gpusKnown && groups.length > 1) groups.forEach((g, k) => {
+        if (tp * pp === groupGpus[k]) return;
+        const range = `hosts[${g[0].index}${g.length > 1 ? `..${g[g.length - 1].index}` : ""}]`;
+        r.problem("vllm.tensorParallelSize", `TP × PP = ${tp} × ${pp} = ${tp * pp}, but replica ${k + 1} of ${groups.length} (${range}) has ` +
+            `${groupGpus[k]} GPU${groupGpus[k] === 1 ? "" : "s"}; every replica runs one copy on TP × PP GPUs, so TP × PP × replicas = ` +
+            `${tp * pp * groups.length} must equal the hosts' ${groupGpus.reduce((a, b) => a + b, 0)} GPUs, split evenly: change TP × PP, spark-vllm:replicas or the hosts`);
+    });
     const port = r.integer(vllm, "port", "vllm", 1, 65535, 8000);
     const internalPort = r.integer(vllm, "internalPort", "vllm", 1, 65535, 8001);
     let gmu: number | undefined = 0.85;
@@ -481,11 +491,14 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const version = vllm.version === undefined ? undefined : r.string(vllm, "version", "vllm", undefined, 64);
     if (version !== undefined && !/^\d+\.\d+(\.\d+)?([.+-]?[A-Za-z0-9.+-]*)?$/.test(version)) r.problem("vllm.version", `${show(version)} is not a version such as 0.17.1`);
 
-    const single = parsedHosts.length === 1;
+    // One replica's hosts: one host is plain `vllm serve`, whatever the number of replicas.
+    const single = (groups[0]?.length ?? parsedHosts.length) === 1;
     const chosen = vllm.backend === undefined || vllm.backend === null ? undefined : r.string(vllm, "backend", "vllm", undefined, 8);
     if (chosen !== undefined && chosen !== "ray" && chosen !== "mp") r.problem("vllm.backend", `must be ray or mp, got ${show(chosen)}`);
     else if (chosen !== undefined && single)
-        r.problem("vllm.backend", `one host runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend or add hosts`);
+        r.problem("vllm.backend", groups.length > 1
+            ? `each replica is one host, which runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend, or give each replica more hosts (fewer spark-vllm:replicas)`
+            : `one host runs plain vllm serve (no Ray, no multi-node launch); remove vllm.backend or add hosts`);
     // Not set: from what the image is known to carry (components/knowledge/images.ts defaultBackend: mp where it has no Ray).
     const backend: VllmSpec["backend"] = single ? "single" : chosen === "mp" || chosen === "ray" ? chosen : defaultBackend(image?.reference).backend;
     const masterPort = r.integer(vllm, "masterPort", "vllm", 1, 65535, 29501);
@@ -522,9 +535,19 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
 
     const logDir = parseDirectory(r, root, "logDir", "", "/var/tmp/spark-vllm", "/var/tmp/spark-vllm");
     const shmSizeMb = r.integer(root, "shmSizeMb", "", 64, 1_048_576, 10240);
+    const rollout = r.object(root.rollout, "rollout", false) ?? {};
+    r.unknownKeys(rollout, "rollout", ["drainSeconds"]);
+    const drainSeconds = r.integer(rollout, "drainSeconds", "rollout", 1, 3600, 120);
     const imageSource = r.string(root, "imageSource", "", "registry");
     if (imageSource !== undefined && imageSource !== "registry" && imageSource !== "head")
         r.problem("imageSource", `must be registry or head, got ${show(imageSource)}`);
+    // The first host copies to the hosts of its own replica only: another replica's head holds neither image nor weights.
+    if (replicas !== undefined && replicas > 1) {
+        if (imageSource === "head")
+            r.problem("imageSource", `head copies the image from the first host, which spark-vllm does not do across ${replicas} replicas yet; push it to a registry every host can pull from (imageSource: registry) or set spark-vllm:replicas to 1`);
+        if (weights === "head-then-copy")
+            r.problem("model.weights", `head-then-copy copies from each replica's head, which does not hold the weights with ${replicas} replicas; use present or download, or set spark-vllm:replicas to 1`);
+    }
 
     if (r.problems.length > 0) {
         const shown = r.problems.slice(0, LIMITS.problems);
@@ -544,7 +567,26 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
         imageSource: imageSource as ClusterSpec["imageSource"],
         endpoint: endpoint!,
         testBed,
+        replicas: replicas!,
+        rollout: { drainSeconds: drainSeconds! },
     };
+}
+
+/** `spark-vllm:replicas`: a whole number of copies that divides the hosts into groups of equal size. */
+function parseReplicas(r: Reader, root: Obj, hosts: number): number | undefined {
+    const replicas = r.integer(root, "replicas", "", 1, LIMITS.hosts, 1);
+    if (replicas === undefined || hosts === 0 || hosts % replicas === 0) return replicas;
+    const fits = Array.from({ length: hosts }, (_, i) => i + 1).filter(k => hosts % k === 0);
+    r.problem("replicas", `${replicas} replicas cannot split the ${hosts} host${hosts === 1 ? "" : "s"} into groups of equal size ` +
+        `(hosts, in order, form the replicas); set it to one of ${fits.join(", ")}, or list ${Math.ceil(hosts / replicas) * replicas} hosts`);
+    return undefined;
+}
+
+/** The parsed hosts in replica groups (in order, of equal size); all in one group when they do not divide. */
+function replicaHostGroups(hosts: ParsedHost[], replicas: number): ParsedHost[][] {
+    if (hosts.length === 0 || hosts.length % replicas !== 0) return [hosts];
+    const size = hosts.length / replicas;
+    return Array.from({ length: replicas }, (_, k) => hosts.slice(k * size, (k + 1) * size));
 }
 
 /**

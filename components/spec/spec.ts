@@ -145,6 +145,19 @@ export interface ClusterSpec {
     endpoint: EndpointSpec;
     /** The project's own CPU-vLLM test bed (testBed.cpuVllm); parseSpec always fills it, off by default. */
     testBed?: TestBedSpec;
+    /**
+     * Copies of the model behind the one endpoint; default 1. The hosts, in order, form this many groups of equal size,
+     * each a complete deployment of TP × PP GPUs (components/plan/replicas.ts).
+     */
+    replicas: number;
+    /** How a rolling update of several replicas drains one (spark-vllm:rollout). */
+    rollout: RolloutSpec;
+}
+
+/** `spark-vllm:rollout`: how a rolling update takes a replica out of the endpoint. */
+export interface RolloutSpec {
+    /** The longest a drained replica is given to finish its running requests before it is relaunched; default 120. */
+    drainSeconds: number;
 }
 
 /**

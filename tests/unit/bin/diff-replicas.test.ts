@@ -1,0 +1,47 @@
+// `spark-vllm diff` on replicas (issue 39): which replicas relaunch, and whether the endpoint stays up.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { diffPlans, endpointImpact } from "../../../bin/diff-command";
+import { planCluster } from "../../../components/plan/plan";
+import { parseSpec } from "../../../components/spec/parseSpec";
+import { rawConfig } from "../../fixtures";
+
+function impact(before: Record<string, any>, after: Record<string, any>) {
+    const [a, b] = [planCluster(parseSpec(before), "x"), planCluster(parseSpec(after), "x")];
+    return endpointImpact(a, b, diffPlans(a, b));
+}
+const twoReplicas = (): Record<string, any> => ({ ...rawConfig(4, { tp: 2 }), replicas: 2, rollout: { drainSeconds: 45 } });
+
+test("a vLLM flag on two replicas: both relaunch, at once for now (no roll yet), and the diff says serving is interrupted", () => {
+    const after = twoReplicas();
+    after.vllm.extraArgs = ["--enable-prefix-caching"];
+    const i = impact(twoReplicas(), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], false]);
+    assert.equal(i.text, "replicas 1, 2 of 2 relaunch at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)");
+});
+
+test("a change to one replica's host relaunches that replica only: the endpoint stays up on the other", () => {
+    const after = twoReplicas();
+    after.hosts[3].fabric.hcas = ["rocep1s0f1"];
+    const i = impact(twoReplicas(), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[2], true]);
+    assert.equal(i.text, "replica 2 of 2 relaunches; the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
+});
+
+test("one replica: a relaunch interrupts serving, and the diff says so; a change that relaunches nothing keeps serving", () => {
+    const after = rawConfig(2);
+    after.vllm.maxModelLen = 16384;
+    const i = impact(rawConfig(2), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1], false]);
+    assert.match(i.text, /^vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven/);
+    const probes = rawConfig(2);
+    probes.probes = { servingRequests: 9 };
+    assert.deepEqual(impact(rawConfig(2), probes), { replicas: 1, relaunched: [], staysUp: true, text: "vLLM is not relaunched: serving goes on" });
+});
+
+test("changing the number of replicas deploys every replica anew: the endpoint does not stay up", () => {
+    const one = rawConfig(4, { tp: 4 });
+    const i = impact(one, twoReplicas());
+    assert.equal(i.staysUp, false);
+    assert.match(i.text, /^the replicas change \(1 → 2\)/);
+});
