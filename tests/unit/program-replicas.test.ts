@@ -7,14 +7,14 @@ import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { setPath } from "../../bin/diff-command";
 import { stackOwner } from "../../bin/shared";
-import { COMMAND, GATE, plannedResources } from "../../components/plan/resources";
+import { COMMAND, plannedResources } from "../../components/plan/resources";
 import { evaluateWithMocks, stackConfig } from "../harness/mocks";
+import { assertRegistersThePlan } from "../harness/registration";
 
 const ROOT = path.join(__dirname, "..", "..");
 const NS = "spark-vllm:";
 const raw = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).map(([k, v]) => [k.slice(NS.length), v]));
 const cfg = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [NS + k, v]));
-const flat = (v: unknown): unknown[] => (Array.isArray(v) ? v.flatMap(flat) : [v]);
 
 // Four hosts as two TP=2 replicas (Ray), and two hosts as two one-host replicas.
 const cases: Array<[string, Array<[string, unknown]>]> = [
@@ -30,25 +30,7 @@ for (const [stack, sets] of cases) {
         const recorded = new Map(e.resources.filter(x => !x.type.startsWith("spark-vllm:index:") && x.type !== "pulumi:pulumi:Stack").map(x => [x.name, x]));
         const planned = plannedResources(planCluster(parseSpec(r), undefined, { owner: stackOwner(ROOT, stack) }));
         assert.ok(planned.some(p => p.name === "spark-replica.2-vllm-launch") && planned.some(p => p.name === "spark-replica.2-proxy"));
-        const registered = planned.filter(p => p.type !== GATE);
-        assert.deepEqual(registered.map(p => p.name).sort(), [...recorded.keys()].sort());
-        const gates = new Set(planned.filter(p => p.type === GATE).map(p => p.name));
-        for (const p of registered) {
-            const rec = recorded.get(p.name)!;
-            assert.equal(p.type, rec.type, p.name);
-            if (p.type !== COMMAND) continue;
-            assert.equal(rec.inputs.create, p.inputs.create, p.name);
-            const triggers = flat(rec.inputs.triggers);
-            const own = p.inputs.triggers;
-            assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
-            const values = new Set([...gates, "spark-api-key", "spark-ray-token"]);
-            const rest = triggers.slice(own.length);
-            assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
-            p.replacedBy.forEach((follows, i) => {
-                if (values.has(follows)) assert.ok(typeof rest[i] === "string" && rest[i] !== `${follows}-id`, `${p.name}: ${follows} gives a value`);
-                else assert.equal(rest[i], `${follows}-id`, `${p.name}: follows ${follows}`);
-            });
-        }
+        assertRegistersThePlan(recorded, planned, ["spark-api-key", "spark-ray-token"]);
         // The front balances over its own vLLM and the second replica's proxy, which listens on that head's fabric address.
         const front = recorded.get("spark-proxy-conf")!.inputs.create as string;
         const second = planned.find(p => p.name === "spark-replica.2-proxy-conf")!;

@@ -11,9 +11,10 @@ import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { diffPlans, setPath } from "../../../bin/diff-command";
 import { EXIT, stackOwner } from "../../../bin/shared";
-import { COMMAND, CONTAINER, DOCKER_PROVIDER, GATE, plannedResources } from "../../../components/plan/resources";
+import { COMMAND, plannedResources } from "../../../components/plan/resources";
 import { resourceNames } from "../../../components/plan/naming";
 import { Evaluation, evaluateWithMocks, stackConfig } from "../../harness/mocks";
+import { assertRegistersThePlan } from "../../harness/registration";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
 const NS = "spark-vllm:";
@@ -29,39 +30,13 @@ const evaluate = (stack: string, r: Record<string, unknown>, manifestOverrides?:
     assert.equal(e.error, undefined);
     return new Map(e.resources.filter(x => !x.type.startsWith("spark-vllm:index:") && x.type !== "pulumi:pulumi:Stack").map(x => [x.name, x]));
 };
-const flat = (v: unknown): unknown[] => (Array.isArray(v) ? v.flatMap(flat) : [v]);
 const n = resourceNames();
 
 for (const [stack, key, value] of [["spark"], ["qwen3-235b-4x"], ["spark", "model.weights", "head-then-copy"], ["spark", "imageSource", "head"]]) {
     test(`Pulumi.${stack}.yaml${key ? ` with ${key} ${value}` : ""}: the program registers exactly the planned resources, inputs and trigger wiring`, () => {
         const r = key ? setPath(raw(stackConfig(stack)), key, value) : raw(stackConfig(stack));
         const recorded = evaluate(stack, r);
-        const planned = plannedResources(planOf(r, stack));
-        const registered = planned.filter(p => p.type !== GATE);
-        assert.deepEqual(registered.map(p => p.name).sort(), [...recorded.keys()].sort());
-        const gates = new Set(planned.filter(p => p.type === GATE).map(p => p.name));
-        for (const p of registered) {
-            const rec = recorded.get(p.name)!;
-            assert.equal(p.type, rec.type, p.name);
-            for (const [key, value] of Object.entries(p.inputs)) {
-                if (key === "triggers" || (p.type === CONTAINER && key === "image")) continue;
-                // A provider's configuration crosses the wire as strings (JSON for structured values).
-                const got = p.type === DOCKER_PROVIDER && typeof value !== "string" ? JSON.parse(rec.inputs[key]) : rec.inputs[key];
-                assert.deepEqual(got, value, `${p.name}.${key}`);
-            }
-            if (p.type !== COMMAND) continue;
-            const triggers = flat(rec.inputs.triggers);
-            const own = p.inputs.triggers;
-            assert.deepEqual(triggers.slice(0, own.length), own, `${p.name}: triggers start with its own plan text`);
-            // Then one value per name it follows: a resource's id, or a value: a gate's (an agreement) or a generated secret's digest.
-            const values = new Set([...gates, n.of("api-key"), n.of("ray-token"), n.of("weights-token")]);
-            const rest = triggers.slice(own.length);
-            assert.equal(rest.length, p.replacedBy.length, `${p.name}: ${JSON.stringify(rest)} for ${p.replacedBy}`);
-            p.replacedBy.forEach((follows, i) => {
-                if (values.has(follows)) assert.ok(typeof rest[i] === "string" && rest[i] !== `${follows}-id`, `${p.name}: ${follows} gives a value`);
-                else assert.equal(rest[i], `${follows}-id`, `${p.name}: follows ${follows}`);
-            });
-        }
+        assertRegistersThePlan(recorded, plannedResources(planOf(r, stack)), [n.of("api-key"), n.of("ray-token"), n.of("weights-token")]);
     });
 }
 

@@ -3,34 +3,21 @@
 // on raw sockets (node:net), so the exact request target is sent: dot segments, encoded "/" and ".", "//", the absolute
 // form, bodies that must not be buffered.
 //
-// Needs an nginx binary: $SPARK_VLLM_NGINX, else /usr/sbin/nginx (Debian's `nginx` package, bookworm 1.22.1: the
-// nginx the simulated Sparks' proxy image runs, tests/sim/image.ts PROXY_INCLUDE). Runs as root (nginx's `user nobody`
-// needs it; CI runs as root), on 127.0.0.1 only.
+// Needs an nginx binary and root (tests/unit/plan/realNginx.ts).
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
-import { ChildProcess, spawn } from "node:child_process";
 import { parseSpec } from "../../../components/spec/parseSpec";
-import { PROXY_MOUNT, nginxConf } from "../../../components/plan/proxyPlan";
+import { nginxConf } from "../../../components/plan/proxyPlan";
+import { RunningNginx, freePort, startNginx } from "./realNginx";
 import { rawConfig } from "../../fixtures";
 
-const NGINX = process.env.SPARK_VLLM_NGINX ?? "/usr/sbin/nginx";
 const KEY = "Kx7.q+Z/09_~-=";
 
 interface Seen { method: string; url: string; authorization?: string; bodyBytes: number }
-
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once("error", reject);
-        s.listen(0, "127.0.0.1", () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
-    });
-}
 
 /**
  * What vLLM would do with a path, as far as these tests need: /metrics is a mounted ASGI app
@@ -134,48 +121,30 @@ const line = (method: string, target: string, headers: Record<string, string> = 
 const withKey = { Authorization: `Bearer ${KEY}` };
 
 describe("the generated nginx configuration, run by the real nginx on loopback", () => {
-    let dir = "";
-    let nginx: ChildProcess | undefined;
-    let stderr = "";
+    let running: RunningNginx | undefined;
     let port = 0;
     let upstreamServer: http.Server;
     const seen: Seen[] = [];
 
     before(async () => {
-        assert.ok(fs.existsSync(NGINX), `no nginx at ${NGINX}: install Debian's nginx (apt-get install nginx) or set SPARK_VLLM_NGINX`);
-        dir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-nginx-"));
-        fs.chmodSync(dir, 0o755);
         port = await freePort();
         const internalPort = await freePort();
         upstreamServer = upstream(seen);
         await new Promise<void>(r => upstreamServer.listen(internalPort, "127.0.0.1", r));
         const spec = parseSpec({ ...rawConfig(1), vllm: { ...rawConfig(1).vllm, port, internalPort } });
-        // The generated text, with only its file paths moved into this test's directory (each replacement must match).
-        let conf = nginxConf(spec);
-        const move = (from: string, to: string) => { assert.ok(conf.includes(from), from); conf = conf.split(from).join(to); };
-        move(PROXY_MOUNT, dir);
-        move("pid /tmp/nginx.pid;", `pid ${dir}/nginx.pid;`);
-        move("    server_tokens off;", `    server_tokens off;\n` +
-            ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(t => `    ${t}_temp_path ${dir}/${t};\n`).join(""));
-        fs.writeFileSync(path.join(dir, "nginx.conf"), conf);
-        fs.writeFileSync(path.join(dir, "api-key.map"), `"~^[Bb][Ee][Aa][Rr][Ee][Rr] ${KEY.replace(/[.+]/g, "[$&]")}$" 1;\n`);
-        nginx = spawn(NGINX, ["-e", "stderr", "-p", dir, "-c", path.join(dir, "nginx.conf")], { stdio: ["ignore", "ignore", "pipe"] });
-        nginx.stderr!.on("data", d => (stderr += d));
+        running = startNginx(nginxConf(spec), KEY, "spark-vllm-nginx-");
+        const nginx = running.process;
         for (let i = 0; i < 100; i++) {
             if ((await send(port, line("GET", "/health"), { ms: 500 })).status === 200) break;
-            assert.equal(nginx.exitCode, null, `nginx exited: ${stderr}`);
+            assert.equal(nginx.exitCode, null, `nginx exited: ${running.stderr()}`);
             await new Promise(r => setTimeout(r, 50));
         }
         seen.length = 0;
     });
 
     after(async () => {
-        if (nginx && nginx.exitCode === null) {
-            nginx.kill("SIGTERM");
-            await new Promise(r => nginx!.once("exit", r));
-        }
+        await running?.stop();
         await new Promise(r => upstreamServer?.close(r));
-        if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
     /** Asserts that `request` is refused (a 4xx) and that nothing reached the upstream. */
@@ -255,8 +224,8 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
     async function bigBody(target: string, headers: Record<string, string>) {
         const size = 60 * 1024 * 1024;
         seen.length = 0;
-        const before = stderr.length;
-        const bodyDir = path.join(dir, "client_body");
+        const before = running!.stderr().length;
+        const bodyDir = path.join(running!.dir, "client_body");
         let peakTempBytes = 0;
         const watch = setInterval(() => {
             const bytes = fs.existsSync(bodyDir) ? fs.readdirSync(bodyDir, { recursive: true }).map(f => path.join(bodyDir, String(f)))
@@ -276,7 +245,7 @@ describe("the generated nginx configuration, run by the real nginx on loopback",
             },
         });
         clearInterval(watch);
-        return { answer: a, ms: Date.now() - started, peakTempBytes, buffered: /buffered to a temporary file/.test(stderr.slice(before)) };
+        return { answer: a, ms: Date.now() - started, peakTempBytes, buffered: /buffered to a temporary file/.test(running!.stderr().slice(before)) };
     }
 
     test("a keyless 60 MiB body is refused before it is buffered: no temporary file, nothing forwarded", async () => {
