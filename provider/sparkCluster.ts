@@ -220,6 +220,8 @@ export class SparkCluster extends pulumi.ComponentResource {
     readonly endpointCertificate: pulumi.Output<string | undefined>;
     /** Its SHA-256 fingerprint, for clients to pin. */
     readonly endpointCertificateSha256: pulumi.Output<string | undefined>;
+    /** replicas above 1: each replica's hosts, head, fabric verdict and serving figures; absent with one. */
+    readonly replicas: pulumi.Output<Array<Record<string, any>> | undefined>;
 
     constructor(name: string, args: SparkClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:SparkCluster", name, {}, opts);
@@ -244,10 +246,11 @@ export class SparkCluster extends pulumi.ComponentResource {
         this.serving = cluster.serving;
         this.endpointCertificate = cluster.endpointCertificate;
         this.endpointCertificateSha256 = cluster.endpointCertificateSha256;
+        this.replicas = cluster.replicaOutputs;
         this.registerOutputs({
             endpoint: this.endpoint, apiKey: this.apiKey, modelName: this.modelName, hosts: this.hosts,
             fabric: this.fabric, serving: this.serving,
-            endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256,
+            endpointCertificate: this.endpointCertificate, endpointCertificateSha256: this.endpointCertificateSha256, replicas: this.replicas,
         });
     }
 }

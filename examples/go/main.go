@@ -22,10 +22,14 @@ func main() {
 		optionalObject(cfg, "ray", &args.Ray)
 		optionalObject(cfg, "probes", &args.Probes)
 		optionalObject(cfg, "testBed", &args.TestBed)
+		optionalObject(cfg, "rollout", &args.Rollout)
 		args.ImageSource = optionalString(cfg, "imageSource")
 		args.LogDir = optionalString(cfg, "logDir")
 		if v, err := cfg.TryFloat64("shmSizeMb"); err == nil {
 			args.ShmSizeMb = &v
+		}
+		if v, err := cfg.TryFloat64("replicas"); err == nil {
+			args.Replicas = &v
 		}
 		if v, err := cfg.TrySecret("sshPrivateKey"); err == nil {
 			args.SshPrivateKey = v
@@ -49,6 +53,7 @@ func main() {
 		ctx.Export("hosts", cluster.Hosts)
 		ctx.Export("fabric", cluster.Fabric)
 		ctx.Export("serving", cluster.Serving)
+		ctx.Export("replicas", cluster.Replicas)
 		return nil
 	})
 }

@@ -9,11 +9,12 @@ import pulumi_spark_vllm as spark_vllm
 config = pulumi.Config("spark-vllm")
 
 # Every key the stack may set, as the stack file writes it (docs/configuration.md); absent keys take their defaults.
-OBJECTS = ["hosts", "model", "vllm", "endpoint", "ray", "probes", "testBed"]
+OBJECTS = ["hosts", "model", "vllm", "endpoint", "ray", "probes", "testBed", "rollout"]
 VALUES = ["image", "imageSource", "logDir"]
 args = {key: config.get_object(key) for key in OBJECTS}
 args.update({key: config.get(key) for key in VALUES})
 args["shmSizeMb"] = config.get_int("shmSizeMb")
+args["replicas"] = config.get_int("replicas")
 
 cluster = spark_vllm.SparkCluster(
     "spark",
@@ -28,6 +29,8 @@ cluster = spark_vllm.SparkCluster(
     test_bed=args["testBed"],
     log_dir=args["logDir"],
     shm_size_mb=args["shmSizeMb"],
+    replicas=args["replicas"],
+    rollout=args["rollout"],
     ssh_private_key=config.get_secret("sshPrivateKey"),
     hf_token=config.get_secret("hfToken"),
     tls_certificate=config.get_secret("tlsCertificate"),
@@ -42,3 +45,4 @@ pulumi.export("fabric", cluster.fabric)
 pulumi.export("serving", cluster.serving)
 pulumi.export("endpointCertificate", cluster.endpoint_certificate)
 pulumi.export("endpointCertificateSha256", cluster.endpoint_certificate_sha256)
+pulumi.export("replicas", cluster.replicas)
