@@ -48,8 +48,10 @@ async function leftBehind(): Promise<string[]> {
     const s = await simStatus();
     const found = [...s.netns.map(n => `netns ${n}`), ...(s.bridge ? ["bridge svbr0"] : []), ...s.mounts.map(m => `mount ${m}`)];
     if (s.state) found.push("the sim's state file");
-    // The sim's sshd/dockerd/registry/agent run with paths under its run dir or /run/spark-vllm-sim.
-    const procs = spawnSync("pgrep", ["-af", `${path.join(ROOT, ".sim", "run")}|/run/spark-vllm-sim`], { encoding: "utf8" }).stdout.trim();
+    // The sim's sshd/dockerd/registry/agent run with paths under its run dir or /run/spark-vllm-sim. With the slashes:
+    // every cluster's host setup script names "(/run/spark-vllm-sim|/run/svsim)/" (tests/sim/hosts.ts), so without
+    // them another file's cluster starting its hosts beside this one would count as the demo's (seen in a CI run).
+    const procs = spawnSync("pgrep", ["-af", `${path.join(ROOT, ".sim", "run")}/|/run/spark-vllm-sim/`], { encoding: "utf8" }).stdout.trim();
     if (procs) found.push(`processes: ${procs}`);
     // Containers run under the sim dockerds' cgroup parent /spark-vllm-sim-<host> (tests/sim/hosts.ts).
     for (const root of ["/sys/fs/cgroup", "/sys/fs/cgroup/memory"])

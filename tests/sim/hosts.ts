@@ -729,9 +729,18 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     const phase = (name: string) => { const now = Date.now(); timings[name] = now - mark; mark = now; log(`${name}: ${timings[name]} ms`); };
 
     const ownerPid = options.ownerPid ?? process.pid;
-    const c = options.cluster === "auto" ? await claimCluster(ownerPid) : simCluster(options.cluster ?? 0);
-    const old = readState(c);
-    if (old && old.ownerPid && old.ownerPid !== process.pid && old.ownerPid !== ownerPid && alive(old.ownerPid) && !options.force) {
+    const ownedByAnother = (s: SimState | undefined) => !!s?.ownerPid && s.ownerPid !== process.pid && s.ownerPid !== ownerPid && alive(s.ownerPid);
+    let c = options.cluster === "auto" ? await claimCluster(ownerPid) : simCluster(options.cluster ?? 0);
+    let old = readState(c);
+    // A claimed id whose state names another file's live process right after the claim (seen once, in the CI run of
+    // 925df56 on 2026-12-05: cluster.test.ts found gb10.test.ts's pid; not understood yet): that file keeps it, this
+    // one claims again. A fixed id is refused below as before.
+    for (let tries = 0; options.cluster === "auto" && tries < 5 && ownedByAnother(old); tries++) {
+        log(`cluster ${c.id}: claimed, but its state names pid ${old!.ownerPid}; claiming again`);
+        c = await claimCluster(ownerPid);
+        old = readState(c);
+    }
+    if (old && ownedByAnother(old) && !options.force) {
         throw new Error(`a sim is already running (owner pid ${old.ownerPid}: ${cmdline(old.ownerPid).slice(0, 120)}); ` +
             `stop it or pass force: true`);
     }
