@@ -10,7 +10,8 @@ const REPO = path.join(__dirname, "..", "..");
 
 /**
  * Offline: the file backend in `dir`, a passphrase, no update check and no plugin download (a missing plugin is an
- * error: docs/toolchain.md), the real CLI first on PATH, and the program run by tsx's transpiler alone.
+ * error: docs/toolchain.md), the real CLI first on PATH, and the program transpiled without a type check
+ * (PULUMI_NODEJS_TRANSPILE_ONLY: the Node.js language host's ts-node in transpile-only mode).
  */
 export function offlineEnv(real: RealPulumi, dir: string, passphrase: string): NodeJS.ProcessEnv {
     return {
