@@ -25,8 +25,7 @@ export function replicaGroups(spec: ClusterSpec): ReplicaGroup[] {
 
 /** Which replica a host serves in (1-based). */
 export function replicaOf(spec: ClusterSpec, host: string): number {
-    const size = spec.hosts.length / spec.replicas;
-    return Math.floor(spec.hosts.findIndex(h => h.name === host) / size) + 1;
+    return replicaGroups(spec).find(g => g.hosts.some(h => h.name === host))!.index;
 }
 
 /** What `spark-vllm plan` shows of one replica: its hosts, its head, and what leads it there. */
@@ -61,7 +60,7 @@ interface ReplicaPlanLike {
  * What a change that relaunches vLLM does to the endpoint, in words. Every replica relaunches at once for now: the
  * rolling update (one replica drained, relaunched, proven and taken back at a time) is not built yet.
  */
-export function rollingUpdateText(spec: ClusterSpec, summaries: ReplicaSummary[]): string {
+export function rollingUpdateText(summaries: ReplicaSummary[]): string {
     if (summaries.length === 1)
         return "one replica: a change that relaunches vLLM (image, flags, weights) interrupts serving until the model has loaded again and is proven";
     return `${summaries.length} replicas: the proxy balances across those that answer, so one replica that stops leaves the others serving; ` +
