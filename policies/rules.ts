@@ -23,6 +23,7 @@ import { exposureProblems, refusedArgProblem } from "../components/spec/extraArg
 import { KEYGUARD_MIDDLEWARE } from "../components/plan/hostCommands";
 import { vllmServeArgvs } from "./shellWords";
 import { REPLICA_LABEL } from "../components/plan/replicas";
+import { subnetOf } from "../components/init/initChoose";
 
 /**
  * The host the image rules assume at preview: a GB10 (compute capability 12.1) on DGX OS's R580 driver branch
@@ -424,9 +425,8 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
                 const subnets = new Map<string, string[]>();
                 for (const c of g.containers.filter(c => known(c.props.envs))) {
                     const ip = envMap(c.props).get("VLLM_HOST_IP");
-                    const octets = ip?.split(".");
-                    if (!octets || octets.length !== 4) continue;
-                    const subnet = octets[0] === "169" && octets[1] === "254" ? "169.254.0.0/16" : `${octets.slice(0, 3).join(".")}.0/24`;
+                    if (!ip || ip.split(".").length !== 4) continue;
+                    const subnet = subnetOf({ address: ip, prefix: ip.startsWith("169.254.") ? 16 : 24 });
                     subnets.set(subnet, [...(subnets.get(subnet) ?? []), `${hostOf(c).name}=${ip}`]);
                 }
                 if (subnets.size > 1)
