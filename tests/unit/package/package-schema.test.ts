@@ -84,3 +84,14 @@ test("the args reach parseSpec as the stack file's keys do; secrets only as set;
     const broken = rawConfigFromArgs({ ...args, hosts: [{ ...args.hosts[0], ssh: { ...args.hosts[0].ssh, port: 70000 } }], model: { ...args.model, cacheDir: undefined as unknown as string } });
     assert.throws(() => parseSpec(broken), (e: SpecError) => e.problems.length === 2 && /hosts\[0\]\.ssh\.port/.test(e.message) && /model\.cacheDir/.test(e.message));
 });
+
+test("the number and boolean defaults the package's docs state (every generated SDK shows them) are the config's", () => {
+    let compared = 0;
+    for (const key of CONFIG_SCHEMA) {
+        if (typeof key.default !== "number" && typeof key.default !== "boolean") continue;
+        const said = /Default: (.*?)(?:[.;,]\s|[.;,]?$|\s\()/.exec(at(key.path)?.description ?? "")?.[1];
+        assert.equal(said, String(key.default), `${key.path}: the config's default is ${key.default} (provider/sparkCluster.ts says ${said})`);
+        compared++;
+    }
+    assert.ok(compared >= 20, `${compared} defaults compared`);
+});
