@@ -131,11 +131,20 @@ export function endpointImpact(before: ClusterPlan, after: ClusterPlan, changes:
         return { replicas, relaunched, staysUp: false, text: `the replicas change (${before.spec.replicas} → ${replicas}): every replica is deployed anew and the endpoint stops serving until the new ones are proven` };
     if (replicas === 1)
         return { replicas, relaunched, staysUp: false, text: "vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven (one replica)" };
-    // Every replica's launch follows its own memory gates only, so they relaunch at once: the roll is not built yet.
-    const every = relaunched.length === replicas;
-    return { replicas, relaunched, staysUp: !every, text: `replica${relaunched.length === 1 ? "" : "s"} ${relaunched.join(", ")} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
-        (every ? " at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)"
-            : `; the proxy sends requests to the other replica${replicas - relaunched.length === 1 ? "" : "s"} meanwhile, so the endpoint stays up`) };
+    // A relaunch rolls (components/plan/rollout.ts: each replica drained, relaunched, proven and put back before the next's
+    // drain), but a replaced container stops its replica's vLLM when the container goes, before any drain: containers are
+    // replaced together (a new image, a container setting), so replicas whose containers all go at once are down together.
+    const containerGoes = (k: number) => (after.replicas ?? [after])[k - 1].hosts.some(h => ["replace", "create", "delete"].includes(op(resourceNames().host(h.host.name, "container"))));
+    const atOnce = all.filter(containerGoes);
+    const list = (ks: number[]) => `replica${ks.length === 1 ? "" : "s"} ${ks.join(", ")}`;
+    if (atOnce.length === replicas)
+        return { replicas, relaunched, staysUp: false, text: `${list(relaunched)} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}, and every replica's container is replaced at once ` +
+            `(a new image or container setting is not rolled): the endpoint stops serving until one has loaded again` };
+    const rolled = relaunched.filter(k => !atOnce.includes(k));
+    return { replicas, relaunched, staysUp: true, text: `${list(relaunched)} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
+        (atOnce.length > 1 ? ` (${list(atOnce)} at once: their containers are replaced)` : "") +
+        (rolled.length > 1 ? `, ${list(rolled)} one at a time (each taken out of the proxy, relaunched, proven and put back before the next)` : "") +
+        `; the proxy sends requests to the other replica${replicas - 1 === 1 ? "" : "s"} meanwhile, so the endpoint stays up` };
 }
 
 /** `vllm serve` / `ray start` as one flag (with its values) per line, for a readable diff. */

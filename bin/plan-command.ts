@@ -42,7 +42,7 @@ export function planReport(plan: ClusterPlan, stack: string) {
         backend: plan.backend,
         // The replica groups (components/plan/replicas.ts), in the order a rolling update takes them, and what a relaunch does.
         replicas: replicaSummaries(plan),
-        rollingUpdate: rollingUpdateText(replicaSummaries(plan)),
+        rollingUpdate: rollingUpdateText(replicaSummaries(plan), spec.rollout.drainSeconds),
         vllmServe: argvLine(plan.vllmServeArgv),
         // Every remote command, in the order they run (components/plan/resources.ts, the components' own entries).
         commands: plannedResources(plan).flatMap(r => r.type === COMMAND

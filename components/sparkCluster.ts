@@ -8,7 +8,7 @@ import { planCluster } from "./plan/plan";
 import { plannedResources } from "./plan/resources";
 import { ResourceNames, resourceNames } from "./plan/naming";
 import { Wiring, digest, stdinLine } from "./wiring";
-import { SparkHost, lastLineWarnings } from "./sparkHost";
+import { SparkHost, lastJsonLine, lastLineWarnings } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
 import { ModelWeights } from "./modelWeights";
@@ -116,7 +116,7 @@ export class SparkCluster extends pulumi.ComponentResource {
             const proxyHere = !plan.replicas ? frontProxy : k === 0 ? () => undefined
                 : () => new EndpointProxy(rn.of("endpoint-proxy"), { plan: rp, names: rn, wiring, head: this.hosts[hostIndex(rp.head.host.name)], keyLine }, parent);
             return this.replica(rp, rn, wiring, { containers: this.containers.filter((_, i) => rp.hosts.some(h => h.host.name === plan.hosts[i].host.name)),
-                rayToken, apiKey: key, hfToken: args.hfToken, proxyHere }, parent);
+                rayToken, apiKey: key, hfToken: args.hfToken, proxyHere, rolling: plan.rollouts !== undefined }, parent);
         });
         ({ weights: this.weights, compat: this.compat, fabricCheck: this.fabricCheck, ray: this.ray, model: this.model } = this.replicas[0]);
         this.proxy = front ?? this.replicas[0].proxy!;
@@ -162,9 +162,19 @@ export class SparkCluster extends pulumi.ComponentResource {
         const ray = plan.backend === "ray" ? new RayCluster(names.of("ray"), { plan, names, wiring, token: args.rayToken! }, parent) : undefined;
         // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
         const proxy = args.proxyHere();
+        // 7c. Several replicas: out of the front proxy before it relaunches (components/plan/rollout.ts).
+        const drain = args.rolling ? wiring.command(names.of("drain"), parent) : undefined;
+        drain?.stdout.apply(out => {
+            const d = lastJsonLine(out) as { replica: number; drainedAt: number; drainedUntil: number; stillRunning: number };
+            const waited = (d.drainedUntil - d.drainedAt).toFixed(1);
+            if (d.stillRunning > 0) pulumi.log.warn(`replica ${d.replica}: ${d.stillRunning} requests still running after the drain's ${waited} s (spark-vllm:rollout.drainSeconds); they end when it relaunches`, drain);
+            else pulumi.log.info(`replica ${d.replica} out of the endpoint; its running requests finished within ${waited} s`, drain);
+        });
         // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).
         const model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: args.apiKey }, parent);
-        return { weights, compat, fabricCheck, ray, proxy, model };
+        // 10. Several replicas: back into the front proxy once proven.
+        const undrain = args.rolling ? wiring.command(names.of("undrain"), parent) : undefined;
+        return { weights, compat, fabricCheck, ray, proxy, model, drain, undrain };
     }
 }
 
@@ -176,6 +186,8 @@ interface ReplicaArgs {
     hfToken?: pulumi.Input<string>;
     /** Builds the proxy this replica brings (the one proxy with one replica; its own with several, but the first's). */
     proxyHere: () => EndpointProxy | undefined;
+    /** Several replicas: the replica's drain and undrain on the front's host (a rolling update). */
+    rolling: boolean;
 }
 
 /** One replica's parts. */
@@ -186,5 +198,8 @@ export interface ReplicaParts {
     ray?: RayCluster;
     proxy?: EndpointProxy;
     model: ModelEndpoint;
+    /** Several replicas: the commands that take it out of the front proxy and put it back (components/plan/rollout.ts). */
+    drain?: remote.Command;
+    undrain?: remote.Command;
 }
 

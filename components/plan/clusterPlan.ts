@@ -116,6 +116,17 @@ export interface ClusterPlan {
      * but `spec` (the whole config) and `hosts` (every replica's hosts, in order).
      */
     replicas?: ClusterPlan[];
+    /**
+     * With replicas: per replica, in order, the commands on the first host that take it out of the front proxy before it
+     * relaunches and put it back once it is proven (components/plan/rollout.ts).
+     */
+    rollouts?: ReplicaRollout[];
+}
+
+/** One replica's drain and undrain, run on the front proxy's host (components/plan/rollout.ts). */
+export interface ReplicaRollout {
+    drain: CommandPlan;
+    undrain: CommandPlan;
 }
 
 /** The endpoint proxy on the head: its image, its optional certificate, its configuration and its container. */

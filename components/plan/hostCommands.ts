@@ -519,15 +519,20 @@ export function compat(spec: ClusterSpec): CommandPlan {
 /** http, or https when endpoint.tls is set: how the proxy publishes vllm.port. */
 export const endpointScheme = (spec: ClusterSpec) => spec.endpoint.tls === "none" ? "http" : "https";
 
-/** Through the proxy, as a client reaches it: /health, 401 without the key, /v1/models, one completion (probes.py). */
-export function endpointProbe(spec: ClusterSpec, owner?: Owner): CommandPlan {
+/**
+ * Through the proxy, as a client reaches it: /health, 401 without the key, /v1/models, one completion (probes.py).
+ * `vllmItself`: the first of several replicas, whose proxy is the front: through it the probe would be answered by the
+ * other replicas while this one is drained (components/plan/rollout.ts), so it asks this replica's vLLM on loopback,
+ * whose key guard asks the key on every path but /health as the proxy does.
+ */
+export function endpointProbe(spec: ClusterSpec, owner?: Owner, opts: { vllmItself?: boolean } = {}): CommandPlan {
     const headSpec = spec.hosts[0];
     const { log: vllmLog, pidFile: vllmPidFile } = vllmFiles(spec);
-    const scheme = endpointScheme(spec);
+    const scheme = opts.vllmItself ? "http" : endpointScheme(spec);
     const probeArgs = {
         host: headSpec.name,
         // Through the proxy, as a client would reach it (on the head's loopback, where it listens too).
-        port: spec.vllm.port,
+        port: opts.vllmItself ? spec.vllm.internalPort : spec.vllm.port,
         // vLLM itself, for its /version (not an OpenAI path, so the proxy does not forward it).
         internalPort: spec.vllm.internalPort,
         scheme,

@@ -16,6 +16,8 @@ export const CLUSTER_ROLES = [
     // The endpoint proxy on the head: its component, its container, its image, its certificate, its configuration; and a
     // given certificate (endpoint.tls "given"), whose digest replaces the certificate's files when it changes.
     "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf", "proxy-cert",
+    // Several replicas: a rolling update takes each replica out of the front proxy, then puts it back (components/plan/rollout.ts).
+    "drain", "undrain",
 ] as const;
 export type ClusterRole = (typeof CLUSTER_ROLES)[number];
 
@@ -29,6 +31,7 @@ export const REPLICA_ROLES: readonly ClusterRole[] = [
     "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
     // Each replica but the first has its own proxy on its head (the first's is the front, named as the one proxy is).
     "endpoint-proxy", "proxy", "proxy-pull", "proxy-conf",
+    "drain", "undrain",
 ];
 
 /** Name makers for one cluster (see resourceNames). */

@@ -9,6 +9,7 @@ import { Owner, proxyOwnerLabels } from "./ownership";
 import { ClusterPlan, HostPlan, Role } from "./clusterPlan";
 import { containerPlan } from "./containers";
 import { REPLICA_LABEL, replicaGroups } from "./replicas";
+import { replicaRollouts } from "./rollout";
 import {
     compat, endpointProbe, endpointScheme, fabricRank, imageFromHead, memoryAfterLoad, memoryGate, packTools, preflight, rayLaunch, rayProbe,
     rayStartArgv, servingProof, toolsInstall, vllmFiles, vllmLaunch, vllmServeArgv, weights, weightsSource,
@@ -19,19 +20,21 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
     // Several replicas: each group planned as one cluster over its own hosts (its head is its first host).
     if (spec.replicas > 1) {
         const groups = replicaGroups(spec);
+        const servers = [`127.0.0.1:${spec.vllm.internalPort}`, ...groups.slice(1).map(o => `${o.hosts[0].fabric.address}:${spec.vllm.port}`)];
         const replicas = groups.map(g => {
             // The front (the first replica's proxy) balances over its loopback vLLM and every other replica's proxy, which
             // listens on its head's fabric address (and loopback, for its probe), plain HTTP: TLS ends at the front.
             const front = g.index === 1;
             const own = front ? g.spec : { ...g.spec, endpoint: { ...g.spec.endpoint, tls: "none" as const } };
             const plan = planCluster(own, toolsContent, opts);
-            const shape = front ? { replicas: [`127.0.0.1:${spec.vllm.internalPort}`, ...groups.slice(1).map(o => `${o.hosts[0].fabric.address}:${spec.vllm.port}`)] }
+            const shape = front ? { replicas: servers }
                 : { listen: [`127.0.0.1:${spec.vllm.port}`, `${g.hosts[0].fabric.address}:${spec.vllm.port}`] };
             // Each container says which replica it serves (the policies judge each replica's parallelism and memory by it).
             const hosts = plan.hosts.map(h => ({ ...h, container: { ...h.container, labels: [...h.container.labels, [REPLICA_LABEL, String(g.index)] as [string, string]] } }));
-            return { ...plan, hosts, head: hosts[0], proxy: { ...plan.proxy, config: { ...proxyConfig(own, shape), stdin: "apiKey" as const } } };
+            return { ...plan, hosts, head: hosts[0], proxy: { ...plan.proxy, config: { ...proxyConfig(own, shape), stdin: "apiKey" as const } },
+                ...(front ? { endpointProbe: endpointProbe(own, opts.owner, { vllmItself: true }) } : {}) };
         });
-        return { ...replicas[0], spec, hosts: replicas.flatMap(r => r.hosts), replicas };
+        return { ...replicas[0], spec, hosts: replicas.flatMap(r => r.hosts), replicas, rollouts: replicaRollouts(spec, servers) };
     }
     // The stack this cluster belongs to: labels on its containers, the env of its processes, the hosts' ownership check.
     const owner = opts.owner;

@@ -192,7 +192,7 @@ export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
         "        default 0;",
         `        "~${PLAIN_REQUEST_LINE}" 1;`,
         "    }",
-        ...(shape.replicas ? replicasUpstream(shape.replicas) : []),
+        ...(shape.replicas ? replicasUpstream() : []),
         "    server {",
         ...listen.map(l => `        listen ${l};`),
         ...(tls ? [
@@ -275,21 +275,33 @@ export interface ProxyShape {
 
 /** The name of the front proxy's `upstream` block of the replicas. */
 const REPLICAS_UPSTREAM = "spark_vllm_replicas";
+/** The front proxy's file of replica servers, in the proxy directory: written by proxy-conf, and by a rolling update's drain. */
+export const REPLICAS_FILE = "replicas.conf";
 
 /**
  * The front proxy's upstream (ngx_http_upstream_module, nginx.org/en/docs/http/ngx_http_upstream_module.html):
- * `least_conn` sends a request to the server with the fewest active connections; `max_fails=1 fail_timeout=10s` takes a
- * server that failed once (an error, a timeout, or a 502/503 as proxy_next_upstream counts them) out for 10 s, after which
- * nginx tries it again. The client's Authorization header goes on to the replica unchanged (`proxy_pass_request_headers`,
- * on by default), and each replica's own proxy checks the key again.
+ * `least_conn` sends a request to the server with the fewest active connections. Its servers are in REPLICAS_FILE
+ * (ngx_core_module `include`, allowed in any context), so a rolling update marks one replica `down` and reloads nginx
+ * without rewriting nginx.conf (components/plan/rollout.ts). The client's Authorization header goes on to the replica
+ * unchanged (`proxy_pass_request_headers`, on by default), and each replica's own proxy checks the key again.
  */
-function replicasUpstream(servers: string[]): string[] {
+function replicasUpstream(): string[] {
     return [
         `    upstream ${REPLICAS_UPSTREAM} {`,
         "        least_conn;",
-        ...servers.map(s => `        server ${s} max_fails=1 fail_timeout=10s;`),
+        `        include ${PROXY_MOUNT}/${REPLICAS_FILE};`,
         "    }",
     ];
+}
+
+/**
+ * REPLICAS_FILE's text: one `server` per replica, in order. `max_fails=1 fail_timeout=10s` takes a server that failed once
+ * (an error, a timeout, or a 502/503 as proxy_next_upstream counts them) out for 10 s, after which nginx tries it again;
+ * `down` "marks the server as permanently unavailable" (ngx_http_upstream_module `server`): the replica `drained` (1-based)
+ * gets no new request while a rolling update relaunches it.
+ */
+export function replicasFile(servers: readonly string[], drained?: number): string {
+    return servers.map((s, i) => `server ${s} max_fails=1 fail_timeout=10s${i + 1 === drained ? " down" : ""};\n`).join("");
 }
 
 /**
@@ -332,13 +344,19 @@ export function proxyConfig(spec: ClusterSpec, shape: ProxyShape = {}): { create
             `tmp=${temp("nginx.conf")} || exit 1`,
             `printf '%s' ${shq(nginxConf(spec, shape))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
             place("nginx.conf"),
+            // The front of several replicas: every replica in service (a drained one is taken back with the new file).
+            ...(shape.replicas ? [
+                `tmp=${temp(REPLICAS_FILE)} || exit 1`,
+                `printf '%s' ${shq(replicasFile(shape.replicas))} > "$tmp" || { rm -f "$tmp"; exit 1; }`,
+                place(REPLICAS_FILE),
+            ] : []),
             `if [ -n "$changed" ]; then ${restartIfRunning(container)}; fi`,
             `echo ${shq(`proxy configuration written to ${spec.hosts[0].name}:${dir}`)}`,
         ]);
     return {
         create: write("always"),
         update: write("if-changed"),
-        delete: `rm -f ${file("api-key.map")} ${file("nginx.conf")}`,
+        delete: `rm -f ${file("api-key.map")} ${file("nginx.conf")}${shape.replicas ? ` ${file(REPLICAS_FILE)}` : ""}`,
         timeoutSeconds: 90,
     };
 }

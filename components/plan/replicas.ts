@@ -57,13 +57,15 @@ interface ReplicaPlanLike {
 }
 
 /**
- * What a change that relaunches vLLM does to the endpoint, in words. Every replica relaunches at once for now: the
- * rolling update (one replica drained, relaunched, proven and taken back at a time) is not built yet.
+ * What a change that relaunches vLLM does to the endpoint, in words. Several replicas relaunch one at a time
+ * (components/plan/rollout.ts), but a new image or container setting replaces every container at once.
  */
-export function rollingUpdateText(summaries: ReplicaSummary[]): string {
+export function rollingUpdateText(summaries: ReplicaSummary[], drainSeconds: number): string {
     if (summaries.length === 1)
         return "one replica: a change that relaunches vLLM (image, flags, weights) interrupts serving until the model has loaded again and is proven";
-    return `${summaries.length} replicas: the proxy balances across those that answer, so one replica that stops leaves the others serving; ` +
-        `but a change that relaunches vLLM (image, flags, weights) relaunches every replica at once and interrupts serving ` +
-        `(the rolling update, one replica at a time, is not built yet)`;
+    return `${summaries.length} replicas, one at a time in this order: the front proxy stops sending the replica new requests and gives ` +
+        `its running ones up to ${drainSeconds} s (rollout.drainSeconds), then it relaunches and is proven (probe, serving proof) and ` +
+        `taken back before the next; the others serve meanwhile. A failed relaunch stops the roll, the rest keep the old version. ` +
+        `Also on the first up: each replica launches after the one before is proven. Not rolled: a new image or container setting ` +
+        `replaces every replica's container at once and interrupts serving`;
 }

@@ -4,7 +4,7 @@
 // entries (components/wiring.ts resolves the names), and the offline view (`spark-vllm diff`, the
 // policies' offline verdicts) reads the same entries.
 import * as crypto from "crypto";
-import { ClusterPlan, CommandPlan, ContainerPlan } from "./clusterPlan";
+import { ClusterPlan, CommandPlan, ContainerPlan, ReplicaRollout } from "./clusterPlan";
 import { HostSpec } from "../spec/spec";
 import { SshConnection, dockerSshOpts, sshConnection, sshTarget } from "./connection";
 import { CLUSTER, ResourceNames, resourceNames } from "./naming";
@@ -149,6 +149,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const head = plan.head.host;
     const hosts = plan.hosts;
     const replicas = plan.replicas ?? [plan];
+    // Several replicas: the front proxy on the first host, its container, and the cluster-wide names (the API key's).
+    const front = head, frontProxy = n.of("proxy"), cluster = n;
     const preflights = hosts.map(h => n.host(h.host.name, "preflight"));
 
     if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {}, secretDigest: "apiKey" });
@@ -203,12 +205,18 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     replicas.forEach((replica, k) => {
         const rn = single ? n : resourceNames(opts.cluster, k + 1);
         const proxyNames = k === 0 ? n : rn;
-        replicaResources(replica, rn, proxyNames, single ? () => endpointProxy(plan, n) : k === 0 ? () => {} : () => endpointProxy(replica, rn));
+        const rollout = plan.rollouts?.[k] && { ...plan.rollouts[k], after: k > 0 ? resourceNames(opts.cluster, k).of("undrain") : undefined };
+        replicaResources(replica, rn, proxyNames, single ? () => endpointProxy(plan, n) : k === 0 ? () => {} : () => endpointProxy(replica, rn), rollout);
     });
     return out;
 
-    /** One replica's deployment: its weights, compat and fabric checks, Ray, memory gates, vLLM, probe and proof. */
-    function replicaResources(plan: ClusterPlan, n: ResourceNames, proxyNames: ResourceNames, proxyHere: () => void): void {
+    /**
+     * One replica's deployment: its weights, compat and fabric checks, Ray, memory gates, vLLM, probe and proof. With a
+     * rollout (several replicas), its relaunch goes between its drain and its undrain on the front's host (rollout.ts),
+     * and its drain after the previous replica's undrain (`after`).
+     */
+    function replicaResources(plan: ClusterPlan, n: ResourceNames, proxyNames: ResourceNames, proxyHere: () => void,
+        rollout?: ReplicaRollout & { after?: string }): void {
         const head = plan.head.host;
         const hosts = plan.hosts;
         const workers = hosts.slice(1);
@@ -265,6 +273,12 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
 
     proxyHere();
 
+    // 7c. Several replicas: this replica out of the front proxy before it relaunches, whenever it relaunches: the digest
+    // of its launches' text (as its memory gates' triggers), a replaced container (its gate), Ray formed again, a new key.
+    const drain = n.of("drain");
+    if (rollout) command(drain, front, rollout.drain, {
+        triggers: [sha256([plan.vllmLaunch.create, ...hosts.flatMap(h => h.vllmLaunch ? [h.vllmLaunch.create] : [])].join("\n"))],
+        dependsOn: [frontProxy, ...(rollout.after ? [rollout.after] : [])], replacedBy: [n.of("containers"), formed, cluster.of("api-key")] });
 
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text's digest is
@@ -281,7 +295,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     hosts.forEach((h, i) => command(memory[i], h.host, h.memoryGate, {
         triggers: [plan.vllmLaunch.create, ...(h.vllmLaunch ? [h.vllmLaunch.create] : [])].map(sha256),
         dependsOn: [container(h.host), ...(h.fabricRank ? [n.host(h.host.name, "fabric")] : []),
-            ...(i === 0 ? [n.of("compat"), ...(plan.backend === "ray" ? [formed] : [])] : [memory[0]])],
+            ...(i === 0 ? [n.of("compat"), ...(plan.backend === "ray" ? [formed] : []), ...(rollout ? [drain] : [])] : [memory[0]])],
         replacedBy: [...new Set([container(h.host), formed]), n.of("api-key")], deleteBeforeReplace: true }));
     command(n.of("vllm-launch"), head, plan.vllmLaunch, {
         triggers: launch(head), dependsOn: [formed, n.of("compat"), ...memory], replacedBy: [formed, n.of("api-key"), ...memory] });
@@ -301,6 +315,10 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     // 9. The serving proof: again whenever the endpoint is proven again (vLLM relaunched).
     if (plan.servingProof)
         command(n.of("serving-proof"), head, plan.servingProof, { dependsOn: [n.of("endpoint-probe")], replacedBy: [n.of("endpoint-probe")] });
+    // 10. Several replicas: back into the front proxy once proven; the next replica's drain follows this.
+    if (rollout) command(n.of("undrain"), front, rollout.undrain, {
+        dependsOn: [n.of("endpoint-probe"), ...hosts.map(h => n.host(h.host.name, "loaded")), ...(plan.servingProof ? [n.of("serving-proof")] : [])],
+        replacedBy: [drain, n.of("endpoint-probe")] });
     }
 
     /**

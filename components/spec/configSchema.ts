@@ -370,7 +370,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         min: 1,
         max: 3600,
         example: 120,
-        description: "For the rolling update of several replicas (not built yet: accepted and checked, not used): the longest a replica about to be relaunched will be given to finish the requests it is running, after the proxy stopped sending it new ones.",
+        description: "With several replicas, a change that relaunches vLLM relaunches one replica at a time: the proxy stops sending it new requests, then waits at most this long for the requests it is running to finish before it is relaunched (those still running then are cut, and `up` warns how many). Then it is proven and taken back before the next (docs/operations.md#replicas-and-rolling-updates).",
     },
     {
         path: "ray",

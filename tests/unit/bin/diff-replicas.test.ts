@@ -12,12 +12,22 @@ function impact(before: Record<string, any>, after: Record<string, any>) {
 }
 const twoReplicas = (): Record<string, any> => ({ ...rawConfig(4, { tp: 2 }), replicas: 2, rollout: { drainSeconds: 45 } });
 
-test("a vLLM flag on two replicas: both relaunch, at once for now (no roll yet), and the diff says serving is interrupted", () => {
+test("a vLLM flag on two replicas: both relaunch, one at a time, and the diff says the endpoint stays up", () => {
     const after = twoReplicas();
     after.vllm.extraArgs = ["--enable-prefix-caching"];
     const i = impact(twoReplicas(), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], true]);
+    assert.equal(i.text, "replicas 1, 2 of 2 relaunch, replicas 1, 2 one at a time (each taken out of the proxy, relaunched, proven and put back before the next); " +
+        "the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
+});
+
+test("a new image on two replicas replaces every container at once: the diff says serving is interrupted", () => {
+    const after = twoReplicas();
+    after.image = after.image.replace(/@sha256:[0-9a-f]+/, "@sha256:" + "cd".repeat(32));
+    assert.notEqual(after.image, twoReplicas().image);
+    const i = impact(twoReplicas(), after);
     assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], false]);
-    assert.equal(i.text, "replicas 1, 2 of 2 relaunch at once: the endpoint stops serving until one has loaded again (the rolling update, one replica at a time, is not built yet)");
+    assert.match(i.text, /every replica's container is replaced at once \(a new image or container setting is not rolled\): the endpoint stops serving/);
 });
 
 test("a change to one replica's host relaunches that replica only: the endpoint stays up on the other", () => {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as http from "node:http";
 import { parseSpec } from "../../../components/spec/parseSpec";
-import { nginxConf } from "../../../components/plan/proxyPlan";
+import { REPLICAS_FILE, nginxConf, replicasFile } from "../../../components/plan/proxyPlan";
 import { RunningNginx, freePort, startNginx } from "./realNginx";
 import { rawConfig } from "../../fixtures";
 
@@ -67,7 +67,8 @@ describe("the front proxy of two replicas, run by the real nginx on loopback", (
         await new Promise<void>(r => one.server.listen(p1, "127.0.0.1", r));
         await new Promise<void>(r => two.server.listen(p2, "127.0.0.1", r));
         const spec = parseSpec({ ...rawConfig(1), vllm: { ...rawConfig(1).vllm, port, internalPort: p1 } });
-        running = startNginx(nginxConf(spec, { replicas: [`127.0.0.1:${p1}`, `127.0.0.1:${p2}`] }), KEY, "spark-vllm-nginx-replicas-");
+        const servers = [`127.0.0.1:${p1}`, `127.0.0.1:${p2}`];
+        running = startNginx(nginxConf(spec, { replicas: servers }), KEY, "spark-vllm-nginx-replicas-", { files: { [REPLICAS_FILE]: replicasFile(servers) } });
         const nginx = running.process;
         for (let i = 0; i < 100 && (await request(port, "GET", "/health")).status !== 200; i++) {
             assert.equal(nginx.exitCode, null, `nginx exited: ${running.stderr()}`);

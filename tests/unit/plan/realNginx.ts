@@ -34,9 +34,12 @@ export interface RunningNginx {
  * Starts nginx on `conf` (nginxConf's text) with only its file paths moved into a temp directory of its own (each
  * replacement must match, so a renamed path in the generated text fails here) and `key` as the one accepted API key.
  */
-export function startNginx(conf: string, key: string, prefix: string): RunningNginx {
+export function startNginx(conf: string, key: string, prefix: string, opts: { dir?: string; files?: Record<string, string> } = {}): RunningNginx {
     assert.ok(fs.existsSync(NGINX), `no nginx at ${NGINX}: install Debian's nginx (apt-get install nginx) or set SPARK_VLLM_NGINX`);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    // `dir`: where the proxy's files go (made here); else a temp directory of its own. `files`: more files written there.
+    const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    fs.mkdirSync(dir, { recursive: true });
+    for (const [name, text] of Object.entries(opts.files ?? {})) fs.writeFileSync(path.join(dir, name), text);
     fs.chmodSync(dir, 0o755);
     const move = (from: string, to: string) => { assert.ok(conf.includes(from), from); conf = conf.split(from).join(to); };
     move(PROXY_MOUNT, dir);

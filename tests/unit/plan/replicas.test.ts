@@ -39,7 +39,13 @@ test("held-out style: plan of a 4-host, 2-replica stack shows two groups, each w
             const port = backend === "ray" ? 6379 : 29501;
             assert.ok(r.stdout.includes(`  replica 1: spark-a, spark-b; head spark-a, ${leader} spark-a (198.19.100.10:${port})`), r.stdout);
             assert.ok(r.stdout.includes(`  replica 2: spark-c, spark-d; head spark-c, ${leader} spark-c (198.19.100.12:${port})`), r.stdout);
-            assert.match(r.stdout, /rolling update: 2 replicas: the proxy balances across those that answer, .* relaunches every replica at once and interrupts serving \(the rolling update, one replica at a time, is not built yet\)/);
+            assert.match(r.stdout, /rolling update: 2 replicas, one at a time in this order: .* up to 120 s \(rollout\.drainSeconds\)/);
+            // The order: replica 1's drain, its relaunch, its undrain, then replica 2's drain, relaunch and undrain.
+            const order = ["spark-replica.1-drain", "spark-spark-a-memory", "spark-replica.1-vllm-launch", "spark-replica.1-undrain",
+                "spark-replica.2-drain", "spark-spark-c-memory", "spark-replica.2-vllm-launch", "spark-replica.2-undrain"]
+                .map(name => r.stdout.indexOf(`  ${name} on `));
+            assert.ok(order.every((at, i) => at > 0 && (i === 0 || at > order[i - 1])), `rolling order in the commands: ${order}`);
+            assert.ok(r.stdout.includes("  spark-replica.2-drain on spark-a:"), "drains run on the front's host");
             // The launches themselves: each replica's workers join their own head.
             if (backend === "ray") {
                 assert.ok(r.stdout.includes("spark-c: ray start --head --port=6379 --node-ip-address=198.19.100.12 "), r.stdout);

@@ -1,0 +1,104 @@
+// The rolling update of several replicas (spark-vllm:replicas, components/plan/replicas.ts) as plain data: the commands
+// that take one replica out of the front proxy and put it back. Pure: no Pulumi.
+//
+// A relaunch of replica k waits for its drain: the front proxy on the first host marks it `down` in REPLICAS_FILE and
+// reloads, so no new request reaches it, and the drain waits (at most rollout.drainSeconds) until none of the front's
+// requests to it is still running. Its memory gates, vLLM, probe and serving proof follow; then its undrain puts it back,
+// and only then does replica k+1's drain start (components/plan/resources.ts wires the order).
+import { ClusterSpec } from "../spec/spec";
+import { CommandPlan, ReplicaRollout } from "./clusterPlan";
+import { PROXY_MOUNT, REPLICAS_FILE, proxyDir, replicasFile } from "./proxyPlan";
+import { proxyContainerName } from "./naming";
+import { argvLine, script, shq, withTimeout } from "./scripts";
+
+/** How long nginx is given to start its new workers after a reload, in tenths of a second. */
+const RELOAD_TENTHS = 300;
+
+/**
+ * The drain and undrain of each replica, in order. `servers` are the front's upstream servers (`host:port`, replica 1
+ * first), as its nginx.conf names them (components/plan/plan.ts).
+ */
+export function replicaRollouts(spec: ClusterSpec, servers: readonly string[]): ReplicaRollout[] {
+    return servers.map((server, i) => ({ drain: drain(spec, servers, i + 1), undrain: undrain(spec, servers, i + 1) }));
+}
+
+/**
+ * Writes REPLICAS_FILE with replica `drained` down (none: every replica in service), has nginx check the configuration
+ * (`nginx -t`: a refused one leaves the running proxy as it was), and reloads it. A reload is nginx's SIGHUP to its
+ * master (nginx.org/en/docs/control.html: "changing configuration … starting new worker processes with a new
+ * configuration, graceful shutdown of old worker processes"); `docker kill --signal` sends it to the container's main
+ * process, nginx itself (proxyContainer's entrypoint, no init). The reload is done once no worker that ran before it is
+ * still an active worker: `docker top` lists the container's processes with ps's default columns (PID second), and nginx
+ * renames a worker that is shutting down to "nginx: worker process is shutting down" (src/os/unix/ngx_process_cycle.c).
+ */
+function reloadWith(spec: ClusterSpec, servers: readonly string[], drained: number | undefined): string[] {
+    const dir = proxyDir(spec);
+    const container = proxyContainerName();
+    const fail = (why: string) => `{ echo ${shq(`spark-vllm: ${why}`)} >&2; exit 1; }`;
+    const workers = `${argvLine(["docker", "top", container])} 2>/dev/null | awk '/nginx: worker process$/ { printf " %s", $2 }'`;
+    return [
+        `if [ "$(docker inspect -f '{{.State.Running}}' ${shq(container)} 2>/dev/null)" != true ]; then ${fail(`the endpoint proxy ${container} is not running on ${spec.hosts[0].name}: run pulumi up again to start it`)}; fi`,
+        // The file as it was is kept until nginx accepts the new one, and put back if it does not.
+        `file=${shq(`${dir}/${REPLICAS_FILE}`)}; prev=$(mktemp ${shq(`${dir}/.${REPLICAS_FILE}.prev.XXXXXX`)}) || exit 1`,
+        `cp -p "$file" "$prev" || { rm -f "$prev"; exit 1; }`,
+        `tmp=$(mktemp ${shq(`${dir}/.${REPLICAS_FILE}.XXXXXX`)}) || exit 1`,
+        `printf '%s' ${shq(replicasFile(servers, drained))} > "$tmp" && chmod 600 "$tmp" && mv -f "$tmp" "$file" || { rm -f "$tmp" "$prev"; exit 1; }`,
+        `${argvLine(["docker", "exec", container, "nginx", "-t", "-q", "-c", `${PROXY_MOUNT}/nginx.conf`])} >/dev/null || { mv -f "$prev" "$file"; ${fail("nginx refused the replicas' configuration (above); the proxy serves as before")}; }`,
+        `rm -f "$prev"`,
+        `old="$(${workers}) "`,
+        `${argvLine(["docker", "kill", "--signal", "HUP", container])} >/dev/null || exit 1`,
+        "t=0",
+        "while :; do",
+        `  now=$(${workers}); reloaded=\${now:+1}`,
+        `  for p in $now; do case "$old" in *" $p "*) reloaded= ;; esac; done`,
+        `  [ -n "$reloaded" ] && break`,
+        `  [ $t -ge ${RELOAD_TENTHS} ] && ${fail(`nginx in ${container} started no new workers within ${RELOAD_TENTHS / 10} s of its reload`)}`,
+        // GNU sleep takes fractions ("NUMBER need not be an integer", coreutils' sleep(1)).
+        "  sleep 0.1; t=$((t+1))",
+        "done",
+    ];
+}
+
+/**
+ * Takes replica `k` out of the front proxy, then waits until the front has no request to it still running: nginx keeps
+ * no idle connection to an upstream server without `keepalive` (ngx_http_upstream_module `keepalive`: it "activates the
+ * cache for connections to upstream servers"), so each established connection from this host to the replica's server
+ * is one request in flight; `ss -H -t -n state established dst ADDR:PORT` counts them (iproute2's ss(8), on every host:
+ * Debian and Ubuntu install iproute2 by default). At most rollout.drainSeconds; requests still running then are cut
+ * when the replica stops (the JSON line says how many). Prints one JSON line: replica, server, the host's clock when it
+ * was taken out (`drainedAt`, seconds since the epoch) and when its requests had finished (`drainedUntil`), and the count.
+ */
+function drain(spec: ClusterSpec, servers: readonly string[], k: number): CommandPlan {
+    const server = servers[k - 1];
+    const limit = spec.rollout.drainSeconds;
+    const seconds = limit + RELOAD_TENTHS / 10 + 60;
+    return {
+        create: inShell(seconds, [
+            `command -v ss >/dev/null || { echo ${shq(`spark-vllm: ss (iproute2) is not installed on ${spec.hosts[0].name}: the drain cannot see the requests still running; install iproute2`)} >&2; exit 1; }`,
+            ...reloadWith(spec, servers, k),
+            "drained_at=$(date +%s.%N); start=$(date +%s)",
+            "while :; do",
+            `  running=$(ss -H -t -n state established dst ${shq(server)} | wc -l)`,
+            `  [ "$running" -eq 0 ] && break`,
+            `  [ $(( $(date +%s) - start )) -ge ${limit} ] && break`,
+            "  sleep 1",
+            "done",
+            `printf '{"replica": ${k}, "server": "%s", "drainedAt": %s, "drainedUntil": %s, "stillRunning": %s}\\n' ${shq(server)} "$drained_at" "$(date +%s.%N)" "$running"`,
+        ]),
+        timeoutSeconds: seconds,
+    };
+}
+
+/** Puts replica `k` back into the front proxy (every replica in service). Prints one JSON line: replica, server, `undrainedAt`. */
+function undrain(spec: ClusterSpec, servers: readonly string[], k: number): CommandPlan {
+    return {
+        create: inShell(RELOAD_TENTHS / 10 + 60, [
+            ...reloadWith(spec, servers, undefined),
+            `printf '{"replica": ${k}, "server": "%s", "undrainedAt": %s}\\n' ${shq(servers[k - 1])} "$(date +%s.%N)"`,
+        ]),
+        timeoutSeconds: RELOAD_TENTHS / 10 + 60,
+    };
+}
+
+/** The script in one `sh -c`, bounded by `timeout` (customTimeouts never kills a hung remote command). */
+const inShell = (seconds: number, lines: string[]) => withTimeout(seconds, argvLine(["sh", "-c", script(lines)]));

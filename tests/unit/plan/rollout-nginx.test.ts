@@ -1,0 +1,188 @@
+// A rolling update's drain and undrain (components/plan/rollout.ts), their generated scripts run against the real nginx
+// as the front proxy of two stand-in replicas on loopback: the drain takes replica 2 out (no new request reaches it, none
+// fails), waits for the requests it still runs, and reports them; the undrain puts it back. A request longer than
+// rollout.drainSeconds is reported as still running. Needs an nginx binary, root, iproute2's ss and procps' ps
+// (tests/unit/plan/realNginx.ts).
+//
+// The scripts speak to the proxy's container through the docker CLI; here a `docker` on PATH does what the daemon does
+// for those calls to a container whose main process is nginx: `inspect` (running), `exec … nginx -t` (nginx checks the
+// moved configuration), `kill --signal HUP` (to nginx's master), `top` (its processes as `ps -f`, docker top's default).
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
+import { spawn, spawnSync } from "node:child_process";
+import { parseSpec } from "../../../components/spec/parseSpec";
+import { PROXY_MOUNT, REPLICAS_FILE, nginxConf, proxyDir, replicasFile } from "../../../components/plan/proxyPlan";
+import { replicaRollouts } from "../../../components/plan/rollout";
+import { NGINX, RunningNginx, freePort, startNginx } from "./realNginx";
+import { rawConfig } from "../../fixtures";
+
+const KEY = "k3yForRollout";
+
+/** A stand-in replica that answers each request with its name after `delayMs`. */
+function replica(name: string) {
+    const state = { delayMs: 10, served: 0 };
+    const server = http.createServer((req, res) => {
+        req.resume();
+        req.on("end", () => setTimeout(() => {
+            state.served++;
+            res.writeHead(200, { "Content-Type": "application/json" });
+            res.end(JSON.stringify({ replica: name }));
+        }, state.delayMs));
+    });
+    return { server, state };
+}
+
+function post(port: number): Promise<{ status: number; replica?: string; at: number }> {
+    return new Promise(resolve => {
+        const body = JSON.stringify({ model: "m", prompt: "hi" });
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent: false,
+            headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) } }, res => {
+            let text = "";
+            res.on("data", d => (text += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, replica: res.statusCode === 200 ? JSON.parse(text).replica : undefined, at: Date.now() }));
+        });
+        req.on("error", () => resolve({ status: 0, at: Date.now() }));
+        req.end(body);
+    });
+}
+
+/** The docker CLI's calls the rollout scripts make, done to the nginx whose files are in `dir`. */
+function fakeDocker(dir: string): string {
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-fake-docker-"));
+    const pid = `$(cat ${dir}/nginx.pid)`;
+    fs.writeFileSync(path.join(bin, "docker"), [
+        "#!/bin/sh",
+        'case "$1" in',
+        "  inspect) echo true ;;",
+        `  exec) shift 2; [ "$1" = nginx ] || exit 64; exec ${NGINX} -t -q -p ${dir} -c ${dir}/nginx.conf ;;`,
+        `  kill) [ "$2 $3" = "--signal HUP" ] || exit 64; kill -HUP ${pid} ;;`,
+        `  top) exec ps -f --ppid ${pid} ;;`,
+        "  *) exit 64 ;;",
+        "esac",
+        "",
+    ].join("\n"), { mode: 0o755 });
+    return bin;
+}
+
+/** Runs a generated command line (the rollout's create) with the fake docker first on PATH; its JSON line and stderr. */
+function run(command: string, bin: string): Promise<{ code: number | null; json?: Record<string, number | string>; stderr: string }> {
+    return new Promise(resolve => {
+        const child = spawn("sh", ["-c", command], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+        let out = "", err = "";
+        child.stdout.on("data", (d: Buffer) => (out += d));
+        child.stderr.on("data", (d: Buffer) => (err += d));
+        child.on("exit", (code: number | null) => {
+            const line = out.trim().split("\n").pop();
+            resolve({ code, json: line ? JSON.parse(line) : undefined, stderr: err });
+        });
+    });
+}
+
+describe("a rolling update's drain and undrain against the real nginx", () => {
+    let port = 0, logDir = "", bin = "";
+    let running: RunningNginx | undefined;
+    const one = replica("one"), two = replica("two");
+    let rollouts: ReturnType<typeof replicaRollouts> = [];
+    let servers: string[] = [];
+
+    before(async () => {
+        assert.equal(spawnSync("ss", ["-V"]).status, 0, "iproute2's ss is needed");
+        port = await freePort();
+        const [p1, p2] = [await freePort(), await freePort()];
+        await new Promise<void>(r => one.server.listen(p1, "127.0.0.1", r));
+        await new Promise<void>(r => two.server.listen(p2, "127.0.0.1", r));
+        logDir = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-rollout-"));
+        const raw = rawConfig(1);
+        const spec = parseSpec({ ...raw, logDir, vllm: { ...raw.vllm, port, internalPort: p1 }, rollout: { drainSeconds: 3 } });
+        servers = [`127.0.0.1:${p1}`, `127.0.0.1:${p2}`];
+        rollouts = replicaRollouts(spec, servers);
+        running = startNginx(nginxConf(spec, { replicas: servers }), KEY, "", { dir: proxyDir(spec), files: { [REPLICAS_FILE]: replicasFile(servers) } });
+        bin = fakeDocker(running.dir);
+        for (let i = 0; i < 100 && (await post(port)).status !== 200; i++) {
+            assert.equal(running.process.exitCode, null, `nginx exited: ${running.stderr()}`);
+            await new Promise(r => setTimeout(r, 50));
+        }
+        assert.ok(running.dir.endsWith("/proxy") && PROXY_MOUNT.length > 0);
+    });
+
+    after(async () => {
+        await running?.stop();
+        for (const r of [one, two]) if (r.server.listening) await new Promise(res => r.server.close(res));
+        fs.rmSync(logDir, { recursive: true, force: true });
+        fs.rmSync(bin, { recursive: true, force: true });
+    });
+
+    test("the drain takes replica 2 out with no failed request, waits for the requests it runs, and the undrain puts it back", async () => {
+        // Replica 2 answers slowly, so requests are still running on it when the drain starts.
+        two.state.delayMs = 1500;
+        one.state.served = two.state.served = 0;
+        const inFlight = Array.from({ length: 8 }, () => post(port));
+        await new Promise(r => setTimeout(r, 300));
+        const started = Date.now();
+        const during: Array<Promise<{ status: number; replica?: string; at: number }>> = [];
+        const feeder = setInterval(() => during.push(post(port)), 50);
+        const drained = await run(rollouts[1].drain.create, bin);
+        clearInterval(feeder);
+        assert.equal(drained.code, 0, drained.stderr);
+        const d = drained.json!;
+        assert.equal(d.replica, 2);
+        assert.equal(d.server, servers[1]);
+        assert.equal(d.stillRunning, 0, "the requests replica 2 ran finished within drainSeconds");
+        // It waited for them: replica 2 answers after 1.5 s, the drain began 0.3 s after they were sent.
+        assert.ok(Number(d.drainedUntil) - Number(d.drainedAt) >= 0.5, JSON.stringify(d));
+        const first = await Promise.all(inFlight);
+        assert.deepEqual(first.filter(r => r.status !== 200), []);
+        assert.ok(first.some(r => r.replica === "two"), "some requests were running on replica 2 when it was drained");
+        // Once drained, only replica 1 answers new requests.
+        const servedBefore = two.state.served;
+        const afterDrain = await Promise.all(Array.from({ length: 20 }, () => post(port)));
+        assert.deepEqual(afterDrain.filter(r => r.status !== 200), []);
+        assert.ok(afterDrain.every(r => r.replica === "one"), JSON.stringify(afterDrain));
+        assert.equal(two.state.served, servedBefore);
+        const duringResults = await Promise.all(during);
+        assert.deepEqual(duringResults.filter(r => r.status !== 200), [], "no request failed while the drain ran");
+        assert.ok(Date.now() - started < 10_000);
+        assert.match(fs.readFileSync(path.join(running!.dir, REPLICAS_FILE), "utf8"), new RegExp(`server ${servers[1]} .* down;`));
+
+        two.state.delayMs = 10;
+        const back = await run(rollouts[1].undrain.create, bin);
+        assert.equal(back.code, 0, back.stderr);
+        assert.equal(back.json!.replica, 2);
+        assert.ok(Number(back.json!.undrainedAt) >= Number(d.drainedUntil));
+        assert.equal(fs.readFileSync(path.join(running!.dir, REPLICAS_FILE), "utf8"), replicasFile(servers));
+        const again = await Promise.all(Array.from({ length: 40 }, () => post(port)));
+        assert.deepEqual(again.filter(r => r.status !== 200), []);
+        assert.ok(again.some(r => r.replica === "two") && again.some(r => r.replica === "one"), "both replicas serve again");
+    });
+
+    test("a request longer than rollout.drainSeconds is reported as still running when the drain gives up", async () => {
+        two.state.delayMs = 6000;
+        // least_conn sends the second of two simultaneous requests to the replica without one.
+        const slow = [post(port), post(port)];
+        await new Promise(r => setTimeout(r, 300));
+        const t0 = Date.now();
+        const drained = await run(rollouts[1].drain.create, bin);
+        assert.equal(drained.code, 0, drained.stderr);
+        assert.equal(drained.json!.stillRunning, 1, JSON.stringify(drained.json));
+        assert.ok(Date.now() - t0 >= 3000, "it waited drainSeconds (3 s)");
+        assert.deepEqual((await Promise.all(slow)).map(r => r.status), [200, 200], "nginx itself cuts nothing; the relaunch would");
+        two.state.delayMs = 10;
+        assert.equal((await run(rollouts[1].undrain.create, bin)).code, 0);
+    });
+
+    test("a configuration nginx refuses leaves the proxy serving as it was, and says so", async () => {
+        const broken = replicaRollouts(parseSpec({ ...rawConfig(1), logDir, vllm: { ...rawConfig(1).vllm, port } }), ["127.0.0.1:notaport", servers[1]]);
+        const r = await run(broken[1].drain.create, bin);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /spark-vllm: nginx refused the replicas' configuration \(above\); the proxy serves as before/);
+        assert.match(r.stderr, /invalid port|host not found|no port/);
+        assert.equal(fs.readFileSync(path.join(running!.dir, REPLICAS_FILE), "utf8"), replicasFile(servers), "the file as it was is put back");
+        assert.deepEqual(fs.readdirSync(running!.dir).filter(f => f.startsWith(".")), [], "no temporary file left");
+        const again = await Promise.all(Array.from({ length: 20 }, () => post(port)));
+        assert.deepEqual(again.filter(r => r.status !== 200), []);
+    });
+});
