@@ -149,8 +149,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const head = plan.head.host;
     const hosts = plan.hosts;
     const replicas = plan.replicas ?? [plan];
-    // Several replicas: the front proxy on the first host, its container, and the cluster-wide names (the API key's).
-    const front = head, frontProxy = n.of("proxy"), cluster = n;
+    // Several replicas: the front proxy's host (the first) and its container, where each replica's drain and undrain run.
+    const front = head, frontProxy = n.of("proxy");
     const preflights = hosts.map(h => n.host(h.host.name, "preflight"));
 
     if (opts.apiKey === "given") add({ name: n.of("api-key"), type: GATE, inputs: {}, secretDigest: "apiKey" });
@@ -278,7 +278,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const drain = n.of("drain");
     if (rollout) command(drain, front, rollout.drain, {
         triggers: [sha256([plan.vllmLaunch.create, ...hosts.flatMap(h => h.vllmLaunch ? [h.vllmLaunch.create] : [])].join("\n"))],
-        dependsOn: [frontProxy, ...(rollout.after ? [rollout.after] : [])], replacedBy: [n.of("containers"), formed, cluster.of("api-key")] });
+        dependsOn: [frontProxy, ...(rollout.after ? [rollout.after] : [])], replacedBy: [n.of("containers"), formed, n.of("api-key")] });
 
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text's digest is
