@@ -28,15 +28,17 @@ const GIVEN_UP_LINE = "spark-vllm-given-up ";
  * on the host (the python3 the tools install already needs); nothing is written.
  */
 export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
-    const spec = plan.spec;
+    // Several replicas: a host is asked about its own replica (its head's Ray cluster, not the first replica's).
+    const own = replicaPlanOf(plan, host.host.name);
+    const spec = own.spec;
     const container = containerName(host.host.name);
     const args = {
         host: host.host.name,
-        pidFile: plan.vllmPidFile,
-        log: plan.vllmLog,
+        pidFile: own.vllmPidFile,
+        log: own.vllmLog,
         // vLLM's own /health on the head's loopback (behind the proxy, which may speak TLS).
         ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : {}),
-        ...(plan.backend === "ray" ? { ray: { address: `${spec.hosts[0].fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
+        ...(own.backend === "ray" ? { ray: { address: `${own.head.host.fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
     };
     // Issue 30: only the helper program this plan places is run, as container root and as the SSH user (VERIFIED_RUN).
     const tools = toolsPath(spec);
@@ -130,6 +132,11 @@ export interface ClusterStatus {
     hosts: HostReport[];
     /** What is wrong, one line per problem, each naming the host and what to run. */
     problems: string[];
+}
+
+/** The plan of the replica HOST serves in: the whole plan with one replica. */
+function replicaPlanOf(plan: ClusterPlan, host: string): ClusterPlan {
+    return plan.replicas?.find(r => r.hosts.some(h => h.host.name === host)) ?? plan;
 }
 
 /**
