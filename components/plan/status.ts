@@ -28,15 +28,17 @@ const GIVEN_UP_LINE = "spark-vllm-given-up ";
  * on the host (the python3 the tools install already needs); nothing is written.
  */
 export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
-    const spec = plan.spec;
+    // Several replicas: a host is asked about its own replica (its head's Ray cluster, not the first replica's).
+    const own = replicaPlanOf(plan, host.host.name);
+    const spec = own.spec;
     const container = containerName(host.host.name);
     const args = {
         host: host.host.name,
-        pidFile: plan.vllmPidFile,
-        log: plan.vllmLog,
+        pidFile: own.vllmPidFile,
+        log: own.vllmLog,
         // vLLM's own /health on the head's loopback (behind the proxy, which may speak TLS).
         ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : {}),
-        ...(plan.backend === "ray" ? { ray: { address: `${spec.hosts[0].fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
+        ...(own.backend === "ray" ? { ray: { address: `${own.head.host.fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
     };
     // Issue 30: only the helper program this plan places is run, as container root and as the SSH user (VERIFIED_RUN).
     const tools = toolsPath(spec);
@@ -122,6 +124,17 @@ function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
     }
 }
 
+/** One replica's part of the verdict (spark-vllm:replicas above 1 only). */
+export interface ReplicaStatus {
+    /** 1-based, as its resource names (`<cluster>-replica.<k>-<role>`, naming.ts) and `spark-vllm plan` count them. */
+    replica: number;
+    hosts: string[];
+    head: string;
+    serving: boolean;
+    /** Its hosts' problems, each also in ClusterStatus.problems. */
+    problems: string[];
+}
+
 export interface ClusterStatus {
     stack: string;
     serving: boolean;
@@ -130,11 +143,20 @@ export interface ClusterStatus {
     hosts: HostReport[];
     /** What is wrong, one line per problem, each naming the host and what to run. */
     problems: string[];
+    /** Several replicas only: each one's verdict, in order (the first is the front's, on hosts[0]). */
+    replicas?: ReplicaStatus[];
+}
+
+/** The plan of the replica HOST serves in: the whole plan with one replica. */
+function replicaPlanOf(plan: ClusterPlan, host: string): ClusterPlan {
+    return plan.replicas?.find(r => r.hosts.some(h => h.host.name === host)) ?? plan;
 }
 
 /**
- * Serving: every host reachable with its container running (and its Ray node, or its headless vLLM), the head's vLLM
- * running with /health answering 200, and no launch that the supervisor gave up on. PROJECT: Pulumi.yaml's name.
+ * A replica serves when every host of it is reachable with its container running (and its Ray node, or its headless
+ * vLLM), its head's vLLM running with /health answering 200, and no launch that the supervisor gave up on. The
+ * endpoint serves while one replica does and the front's host (hosts[0], where the proxy that balances across the
+ * replicas runs) answers: the front skips a replica that fails (proxyPlan.ts, `max_fails`). PROJECT: Pulumi.yaml's name.
  */
 export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostReport[], project = "spark-vllm"): ClusterStatus {
     const ssh = (r: HostReport) => {
@@ -161,48 +183,60 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         (g.diagnosis ? `: ${g.diagnosis.kind}: ${g.diagnosis.line}\n    ${g.diagnosis.hint}` : "; no known cause in its log") +
         `\n    log: ${r.host}:${g.log ?? plan.vllmLog}` +
         `\n    fix the cause, then run \`${g.replace ? replaceCommand(owner, g.replace) : `${up} --replace <the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
-    const problems: string[] = [];
-    for (const r of hosts) {
+    const problemsOf = (r: HostReport): string[] => {
+        const found: string[] = [];
+        const own = replicaPlanOf(plan, r.host);
         const gaveUp = new Set((r.givenUp ?? []).map(g => g.name));
         if (r.unreachable !== undefined) {
-            problems.push(`${r.host}: SSH failed (${r.unreachable}); check that the host is up and that \`${ssh(r)}\` works with your agent's key`);
-            continue;
+            found.push(`${r.host}: SSH failed (${r.unreachable}); check that the host is up and that \`${ssh(r)}\` works with your agent's key`);
+            return found;
         }
         if (r.helperRefused !== undefined) {
             // A plain `up` does not install it again: the tools command's inputs did not change.
-            problems.push(`${r.host}: nothing was asked of the host's helper program: ${r.helperRefused}` +
+            found.push(`${r.host}: nothing was asked of the host's helper program: ${r.helperRefused}` +
                 `\n    to install it again (and pin it in the container): run \`${replaceCommand(owner, [toolsUrn(owner, r.host)])}\``);
-            continue;
+            return found;
         }
         if (r.container !== "running") {
             // A plain `up` never reads the hosts; a refresh reads each container (docs/operations.md, `pulumi up --refresh`,
             // tests/e2e/refresh.test.ts): a stopped one is started in place, a missing one created again.
-            problems.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up} --refresh\` to ` +
+            found.push(`${r.host}: container ${containerName(r.host)} is ${r.container}; run \`${up} --refresh\` to ` +
                 (r.container === "absent" ? "create it again and relaunch the cluster" : "start it: its supervisor relaunches what it ran") +
                 ` (a plain \`${up}\` does not look at the hosts)`);
-            problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
-            continue;
+            found.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
+            return found;
         }
-        problems.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
-        if (plan.backend === "ray" && r.raylet !== true && !gaveUp.has("ray"))
+        found.push(...(r.givenUp ?? []).map(g => givenUp(r, g)));
+        if (own.backend === "ray" && r.raylet !== true && !gaveUp.has("ray"))
             // Not in the cluster: its own Ray launch; not asked (the head's GCS did not answer): the head's, which every
             // worker's Ray launch follows (replacedBy). Either is followed by the Ray probe, the memory gates, vLLM.
-            problems.push(r.raylet === false
+            found.push(r.raylet === false
                 ? `${r.host}: its Ray node is not in the cluster; run \`${relaunch(r.host, "ray")}\` to relaunch Ray and vLLM`
                 : `${r.host}: the Ray cluster cannot be asked (${r.rayError ?? "no answer"}); run \`${relaunch(headOf(r.host), "ray")}\` to relaunch Ray and vLLM`);
-        const runsVllm = r.role === "head" || plan.backend === "mp";
+        const runsVllm = r.role === "head" || own.backend === "mp";
         if (runsVllm && r.vllm?.state !== "running") {
-            if (gaveUp.has("vllm")) continue;
+            if (gaveUp.has("vllm")) return found;
             const d = r.vllm?.diagnosis;
-            problems.push(`${r.host}: vLLM is not running (${r.vllm?.state ?? "unknown"})` +
-                (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${plan.vllmLog}`) +
+            found.push(`${r.host}: vLLM is not running (${r.vllm?.state ?? "unknown"})` +
+                (d ? `: ${d.kind}: ${d.line}\n    ${d.hint}` : `; read ${r.host}:${own.vllmLog}`) +
                 // supervise.py tick_one: only a proven launch (it had served) is relaunched; failed tries back off (5 s doubling).
                 `\n    the supervisor relaunches a vLLM that had served (backing off while it keeps dying); to relaunch it now (or after a failed \`up\`), run \`${relaunch(r.host, "vllm")}\``);
         } else if (r.role === "head" && r.health !== 200) {
-            problems.push(`${r.host}: vLLM runs but /health answers ${r.health ?? "nothing"} (still loading, or hung); read ${r.host}:${plan.vllmLog}`);
+            found.push(`${r.host}: vLLM runs but /health answers ${r.health ?? "nothing"} (still loading, or hung); read ${r.host}:${own.vllmLog}`);
         }
-    }
-    return { stack, serving: problems.length === 0, endpoint: plan.endpoint, model: plan.modelName, hosts, problems };
+        return found;
+    };
+    const problemsByHost = new Map(hosts.map(r => [r.host, problemsOf(r)]));
+    const problems = hosts.flatMap(r => problemsByHost.get(r.host)!);
+    const verdict = (serving: boolean) => ({ stack, serving, endpoint: plan.endpoint, model: plan.modelName, hosts, problems });
+    if (!plan.replicas) return verdict(problems.length === 0);
+    const replicas: ReplicaStatus[] = plan.replicas.map((g, k) => {
+        const names = g.hosts.map(h => h.host.name);
+        const its = hosts.filter(r => names.includes(r.host)).flatMap(r => problemsByHost.get(r.host)!);
+        return { replica: k + 1, hosts: names, head: g.head.host.name, serving: its.length === 0, problems: its };
+    });
+    const front = hosts.find(r => r.host === plan.hosts[0].host.name);
+    return { ...verdict(front?.unreachable === undefined && replicas.some(r => r.serving)), replicas };
 }
 
 const duration = (s: number | null | undefined) =>
@@ -211,23 +245,46 @@ const duration = (s: number | null | undefined) =>
 export function renderStatus(s: ClusterStatus): string {
     const gaveUp = s.hosts.flatMap(r => (r.givenUp ?? []).map(g => `${g.name} on ${r.host}`));
     const out = [`stack ${s.stack}: ${s.serving ? "serving" : "NOT serving"} ${s.model} at ${s.endpoint}` +
+        (s.replicas ? `: ${replicasLine(s, s.replicas)}` : "") +
         (gaveUp.length ? `; the supervisor gave up relaunching ${gaveUp.join(", ")}` : "")];
-    for (const r of s.hosts) {
-        if (r.unreachable !== undefined) { out.push(`  ${r.host} (${r.role}): unreachable`); continue; }
-        const parts = [`container ${r.container}`];
-        if (r.raylet !== undefined) parts.push(`Ray node ${r.raylet ? "joined" : r.raylet === false ? "absent" : "unknown"}`);
-        if (r.vllm) parts.push(r.vllm.state === "running"
-            ? `vLLM pid ${r.vllm.pid} up ${duration(r.vllm.uptimeSeconds)}${r.vllm.servedModel ? ` serving ${r.vllm.servedModel}` : ""}`
-            : `vLLM ${r.vllm.state}`);
-        if (r.health !== undefined) parts.push(`/health ${r.health ?? "no answer"}`);
-        if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free` +
-            (r.memory.cudaFreeGiB != null ? ` (CUDA free ${r.memory.cudaFreeGiB} GiB)` : ""));
-        for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
-        out.push(`  ${r.host} (${r.role}): ${parts.join(", ")}`);
-    }
     const low = s.hosts.flatMap(r => (r.memory?.warning ? [r.memory.warning] : []));
-    if (s.problems.length || low.length) out.push("", ...s.problems.map(p => `- ${p}`), ...low.map(w => `- warning: ${w}`));
+    if (!s.replicas) {
+        out.push(...s.hosts.map(r => hostLine(r, "  ")));
+        if (s.problems.length || low.length) out.push("", ...s.problems.map(p => `- ${p}`), ...low.map(w => `- warning: ${w}`));
+        return out.join("\n") + "\n";
+    }
+    for (const g of s.replicas) {
+        out.push(`  replica ${g.replica} (head ${g.head}): ${g.serving ? "serving" : "NOT serving"}`);
+        out.push(...s.hosts.filter(r => g.hosts.includes(r.host)).map(r => hostLine(r, "    ")));
+    }
+    // Each replica's problems under its name: what to run names that replica's own resources.
+    for (const g of s.replicas.filter(g => g.problems.length))
+        out.push("", `replica ${g.replica} (${g.hosts.join(", ")}):`, ...g.problems.map(p => `- ${p}`));
+    if (low.length) out.push("", ...low.map(w => `- warning: ${w}`));
     return out.join("\n") + "\n";
+}
+
+/** How many replicas serve, which do not, and whether the front's host answered (its proxy is the endpoint). */
+function replicasLine(s: ClusterStatus, replicas: ReplicaStatus[]): string {
+    const down = replicas.filter(g => !g.serving).map(g => g.replica);
+    const front = replicas[0].head;
+    return (s.hosts.find(r => r.host === front)?.unreachable !== undefined ? `the front proxy's host ${front} does not answer SSH; ` : "") +
+        `${replicas.length - down.length} of ${replicas.length} replicas serving` +
+        (down.length ? ` (down: replica${down.length > 1 ? "s" : ""} ${down.join(", ")})` : "");
+}
+
+function hostLine(r: HostReport, indent: string): string {
+    if (r.unreachable !== undefined) return `${indent}${r.host} (${r.role}): unreachable`;
+    const parts = [`container ${r.container}`];
+    if (r.raylet !== undefined) parts.push(`Ray node ${r.raylet ? "joined" : r.raylet === false ? "absent" : "unknown"}`);
+    if (r.vllm) parts.push(r.vllm.state === "running"
+        ? `vLLM pid ${r.vllm.pid} up ${duration(r.vllm.uptimeSeconds)}${r.vllm.servedModel ? ` serving ${r.vllm.servedModel}` : ""}`
+        : `vLLM ${r.vllm.state}`);
+    if (r.health !== undefined) parts.push(`/health ${r.health ?? "no answer"}`);
+    if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free` +
+        (r.memory.cudaFreeGiB != null ? ` (CUDA free ${r.memory.cudaFreeGiB} GiB)` : ""));
+    for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
+    return `${indent}${r.host} (${r.role}): ${parts.join(", ")}`;
 }
 
 /**
