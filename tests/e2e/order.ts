@@ -30,6 +30,8 @@ export const E2E_SECONDS: Readonly<Record<string, number>> = {
     "tests/e2e/rayless.test.ts": 83,
     // Measured alone (not in the CI run above): 75 s on 2026-12-04.
     "tests/e2e/replicas.test.ts": 75,
+    // Measured alone on the real Pulumi (not in the CI run above): 117 s on 2026-12-05 (four hosts; with the rolling update).
+    "tests/e2e/replicas-four.test.ts": 117,
     "tests/sim/sim.test.ts": 48,
 };
 

@@ -1,4 +1,4 @@
-// What every end-to-end file shares: root, two simulated Sparks for the file's tests (started before, stopped after) on
+// What every end-to-end file shares: root, simulated Sparks for the file's tests (two unless the file asks for more) (started before, stopped after) on
 // a cluster of its own (its own bridge, namespaces, /24 and registry: tests/sim/hosts.ts simCluster), so that files run
 // side by side; its stacks in a temporary directory, and how an expected failure is printed.
 import { after, before } from "node:test";
@@ -18,15 +18,15 @@ export interface SimSuite {
 
 /**
  * Registers the file's before/after hooks; the sim is there once `before` has run. `simOptions` go to startSim as they
- * are (e.g. `fabric`, to cable a host on another port); the host count and cluster are the suite's.
+ * are (e.g. `fabric`, to cable a host on another port; `hosts`, 2 unless given); the cluster is the suite's.
  */
-export function simSuite(prefix: string, defaults: SimStackOptions = {}, simOptions: Omit<SimOptions, "hosts" | "cluster"> = {}): SimSuite {
+export function simSuite(prefix: string, defaults: SimStackOptions = {}, simOptions: Omit<SimOptions, "cluster"> = {}): SimSuite {
     if (process.getuid?.() !== 0) throw new Error("the end-to-end suite needs root (network namespaces, dockerd, sshd): run it as root, as .ci/run does");
     let sim: Sim | undefined;
     let work = "";
     before(async () => {
         work = fs.mkdtempSync(path.join(os.tmpdir(), `spark-vllm-${prefix}-`));
-        sim = await startSim({ ...simOptions, hosts: 2, cluster: "auto" });
+        sim = await startSim({ ...simOptions, hosts: simOptions.hosts ?? 2, cluster: "auto" });
     }, { timeout: 900_000 });
     after(async () => {
         await sim?.stop();
