@@ -24,14 +24,13 @@ export const E2E_SECONDS: Readonly<Record<string, number>> = {
     "tests/e2e/shared-hosts.test.ts": 201,
     "tests/e2e/per-host-fabric.test.ts": 191,
     "tests/e2e/relaunch.test.ts": 178,
+    // Measured alone on the real Pulumi (not in the CI run above), 2026-12-05, with the rolling update: 169 s; four hosts 117 s.
+    "tests/e2e/replicas.test.ts": 169,
     "tests/e2e/weights-copy.test.ts": 123,
+    "tests/e2e/replicas-four.test.ts": 117,
     "tests/e2e/init.test.ts": 114,
     "tests/e2e/python.test.ts": 88,
     "tests/e2e/rayless.test.ts": 83,
-    // Measured alone (not in the CI run above): 75 s on 2026-12-04.
-    "tests/e2e/replicas.test.ts": 75,
-    // Measured alone on the real Pulumi (not in the CI run above): 117 s on 2026-12-05 (four hosts; with the rolling update).
-    "tests/e2e/replicas-four.test.ts": 117,
     "tests/sim/sim.test.ts": 48,
 };
 
