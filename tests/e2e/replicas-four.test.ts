@@ -28,6 +28,7 @@ import { usesRealPulumi } from "../engine/real";
 import { leftovers } from "../sim/stacks";
 import { containerName, proxyContainerName } from "../../components/plan/naming";
 import { loadState } from "../engine/state";
+import { load } from "./endpointLoad";
 
 const ROOT = path.join(__dirname, "..", "..");
 // The sim's default model, Qwen3.5-122B-A10B-FP8 (110.83 GiB of weights): at TP 2 each GPU holds half, which the
@@ -35,30 +36,6 @@ const ROOT = path.join(__dirname, "..", "..");
 const suite = simSuite("replicas4", {}, { hosts: 4 });
 const LOG = "/var/tmp/spark-vllm/vllm-serve.log";
 const BACKEND = "mp";
-
-/** `n` chat completions through the endpoint with the key, `concurrency` at a time; the failures (status and body, or the error). */
-async function load(endpoint: string, key: string, model: string, n: number, concurrency: number): Promise<string[]> {
-    const failed: string[] = [];
-    let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < n) {
-            next++;
-            try {
-                const res = await fetch(`${endpoint}/chat/completions`, {
-                    method: "POST",
-                    headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
-                    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
-                    signal: AbortSignal.timeout(30_000),
-                });
-                const body = await res.text();
-                if (res.status !== 200) failed.push(`${res.status} ${body.slice(0, 200)}`);
-            } catch (e) {
-                failed.push(String(e));
-            }
-        }
-    }));
-    return failed;
-}
 
 /** The `vllm serve` command lines running in a host's network namespace (inside its container). */
 async function vllmServeLines(host: string): Promise<string> {
@@ -209,7 +186,6 @@ test("two TP=2 replicas on four hosts: each led from its own first host, a load 
     }
     assert.deepEqual(await leftovers(s), []);
 });
-
 
 /**
  * Streamed chat completions through the endpoint with the key, `concurrency` clients each pausing `pauseMs` after every

@@ -13,36 +13,13 @@ import { leftovers } from "../sim/stacks";
 import { QWEN3_30B_A3B } from "../sim/hosts";
 import { containerName, resourceNames } from "../../components/plan/naming";
 import { loadState } from "../engine/state";
+import { load } from "./endpointLoad";
 
 // A model one Spark holds (Qwen3-30B-A3B, about 61 GB in BF16): each replica is one host, so the model-weights-fit policy
 // refuses the sim's default Qwen3.5-122B-A10B-FP8 (110.83 GiB per GPU) at preview, per replica.
 const suite = simSuite("replicas", {}, { models: [QWEN3_30B_A3B] });
 const MODEL = { id: QWEN3_30B_A3B.id, servedName: "qwen3-30b", cacheDir: "/root/.cache/huggingface", weights: "present" };
 const LOG = "/var/tmp/spark-vllm/vllm-serve.log";
-
-/** `n` chat completions through the endpoint with the key, `concurrency` at a time; the statuses that were not 200. */
-async function load(endpoint: string, key: string, model: string, n: number, concurrency: number): Promise<string[]> {
-    const failed: string[] = [];
-    let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < n) {
-            next++;
-            try {
-                const res = await fetch(`${endpoint}/chat/completions`, {
-                    method: "POST",
-                    headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
-                    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
-                    signal: AbortSignal.timeout(30_000),
-                });
-                const body = await res.text();
-                if (res.status !== 200) failed.push(`${res.status} ${body.slice(0, 200)}`);
-            } catch (e) {
-                failed.push(String(e));
-            }
-        }
-    }));
-    return failed;
-}
 
 /**
  * Requests through the endpoint, 4 at a time with a pause of 0.5 s after each (a few hundred over an up of a minute or
