@@ -3,11 +3,12 @@
 import { ClusterPlan, HostPlan } from "./clusterPlan";
 import { toolsPath } from "./toolsProgram";
 import { argvLine, dockerExec, script, shq } from "./scripts";
-import { containerName } from "./naming";
+import { containerName, resourceNames } from "./naming";
 import { dockerSshOpts } from "./connection";
 import { RECORDS_DIR } from "./launches";
 import { relaunchUrns, replaceCommand, toolsUrn } from "./relaunch";
 import { helperDigest, verifiedTools } from "./verifiedRun";
+import { REPLICAS_FILE, proxyDir } from "./proxyPlan";
 
 /** The line the host script prints when the helper program in logDir is not the one this plan places. */
 const REFUSED_LINE = "spark-vllm-helper-refused ";
@@ -19,6 +20,66 @@ export { VERIFIED_RUN, helperDigest, verifiedTools } from "./verifiedRun";
 const CONTAINER_LINE = "spark-vllm-container ";
 /** The line with the launches the container's supervisor gave up on (the helper's given-up: a JSON list). */
 const GIVEN_UP_LINE = "spark-vllm-given-up ";
+/**
+ * Several replicas, the first host only: the front proxy's REPLICAS_FILE, `ok BASE64`, `missing`, or `unreadable WHY`.
+ * Base64 keeps the file's bytes (newlines included) on one line.
+ */
+const FRONT_LINE = "spark-vllm-front-replicas ";
+
+/** One `server` of the front's REPLICAS_FILE: replica k is the k-th (replicasFile, rollout.ts drains by position). */
+export interface FrontServer {
+    server: string;
+    /** `down`: a rolling update's drain took it out (rollout.ts) and no undrain or proxy-conf has put it back. */
+    down: boolean;
+}
+
+/** proxyPlan.ts replicasFile's line: `server HOST:PORT max_fails=1 fail_timeout=10s[ down];`. */
+const SERVER_LINE = /^server ([^\s;]+) max_fails=1 fail_timeout=10s( down)?;$/;
+
+/**
+ * REPLICAS_FILE's servers, in order, or undefined for any text replicasFile does not write: every line (each ending
+ * in a newline) one SERVER_LINE, at least one. A hand-edited file is not guessed at.
+ */
+export function parseReplicasFile(text: string): FrontServer[] | undefined {
+    const lines = text.split("\n");
+    if (lines.pop() !== "" || lines.length === 0) return undefined;
+    const servers: FrontServer[] = [];
+    for (const line of lines) {
+        const m = SERVER_LINE.exec(line);
+        if (!m) return undefined;
+        servers.push({ server: m[1], down: m[2] !== undefined });
+    }
+    return servers;
+}
+
+/**
+ * The front's REPLICAS_FILE as the first host's script found it: its servers, or why not. Read-only (`base64` of the
+ * file, coreutils' base64(1): `-w 0` disables line wrapping); the file holds addresses only, no secret.
+ */
+export type FrontReplicas =
+    | { state: "read"; servers: FrontServer[] }
+    | { state: "missing" }
+    | { state: "unreadable"; why: string }
+    | { state: "unrecognized"; text: string };
+
+/** The first host's extra script line with several replicas (hostStatusScript). */
+function frontReplicasLine(plan: ClusterPlan): string {
+    const file = shq(`${proxyDir(plan.spec)}/${REPLICAS_FILE}`);
+    // `2>&1` before `<`: redirections apply left to right, so the shell's own "cannot open" is captured too.
+    return `if [ ! -e ${file} ]; then echo "${FRONT_LINE}missing"; elif front=$(base64 -w 0 2>&1 < ${file}); then echo "${FRONT_LINE}ok $front"; ` +
+        `else echo "${FRONT_LINE}unreadable $(echo "$front" | tr '\\n' ' ')"; fi`;
+}
+
+function parseFrontLine(text: string): FrontReplicas {
+    const [word, ...rest] = text.trim().split(" ");
+    if (word === "missing") return { state: "missing" };
+    if (word === "ok") {
+        const content = Buffer.from(rest.join(" "), "base64").toString("utf8");
+        const servers = parseReplicasFile(content);
+        return servers ? { state: "read", servers } : { state: "unrecognized", text: content.slice(0, 300) };
+    }
+    return { state: "unreadable", why: (word === "unreadable" ? rest.join(" ") : text).trim().slice(0, 300) };
+}
 
 /**
  * The script run by `sh -s` over SSH on one host: the container's state, the helper's host-status in it, and the
@@ -52,6 +113,8 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         `else`,
         `  echo "${REFUSED_LINE}$(echo "$refused" | tr '\\n' ' ')"`,
         `fi`,
+        // Several replicas: the front's upstream servers (replica k out while a rolling update relaunches it).
+        ...(plan.replicas && host.host.name === plan.hosts[0].host.name ? [frontReplicasLine(plan)] : []),
     ]) + "\n";
 }
 
@@ -91,6 +154,8 @@ export interface HostReport {
     givenUp?: GivenUp[];
     /** Set when the helper program in logDir is not the one the plan places: why nothing was run there. */
     helperRefused?: string;
+    /** Several replicas, the first host only: the front proxy's REPLICAS_FILE (absent when its script printed no line). */
+    frontReplicas?: FrontReplicas;
 }
 
 /** One host's report from its script's output (exit status and stderr for when SSH or the script failed). */
@@ -105,14 +170,20 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
     const json = lines.filter(l => l.startsWith("{")).pop();
     let inner: Partial<HostReport> = {};
     try {
-        if (json) inner = JSON.parse(json);
+        // The front's file comes from its own line only (FRONT_LINE), never from the helper's JSON.
+        if (json) {
+            inner = JSON.parse(json);
+            delete inner.frontReplicas;
+        }
     } catch {
         // a truncated line: report the container alone
     }
     const givenUp = parseGivenUp(lines.find(l => l.startsWith(GIVEN_UP_LINE))?.slice(GIVEN_UP_LINE.length));
     const refused = lines.find(l => l.startsWith(REFUSED_LINE))?.slice(REFUSED_LINE.length).trim();
+    const front = lines.find(l => l.startsWith(FRONT_LINE))?.slice(FRONT_LINE.length);
     return { ...base, container: state, ...inner, host: host.host.name, role: host.role, ...(givenUp ? { givenUp } : {}),
-        ...(refused !== undefined ? { helperRefused: refused.slice(0, 600) } : {}) };
+        ...(refused !== undefined ? { helperRefused: refused.slice(0, 600) } : {}),
+        ...(front !== undefined ? { frontReplicas: parseFrontLine(front) } : {}) };
 }
 
 function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
@@ -131,7 +202,22 @@ export interface ReplicaStatus {
     hosts: string[];
     head: string;
     serving: boolean;
-    /** Its hosts' problems, each also in ClusterStatus.problems. */
+    /**
+     * Whether the front proxy sends it requests: `down` in the front's REPLICAS_FILE (a rolling update's drain that no
+     * undrain followed) counts as not serving; unknown when the file could not be read (ClusterStatus.front says why).
+     */
+    front: "in service" | "down" | "unknown";
+    /** Its hosts' problems, and its being down in the front, each also in ClusterStatus.problems. */
+    problems: string[];
+}
+
+/** Several replicas: the front proxy's REPLICAS_FILE on the first host, as read (`not asked`: that host did not answer). */
+export interface FrontStatus {
+    host: string;
+    /** HOST:PATH of REPLICAS_FILE. */
+    config: string;
+    state: FrontReplicas["state"] | "not asked";
+    /** What is wrong with the file itself (not a replica's being down), each also in ClusterStatus.problems. */
     problems: string[];
 }
 
@@ -145,6 +231,8 @@ export interface ClusterStatus {
     problems: string[];
     /** Several replicas only: each one's verdict, in order (the first is the front's, on hosts[0]). */
     replicas?: ReplicaStatus[];
+    /** Several replicas only: the front proxy's list of replicas. */
+    front?: FrontStatus;
 }
 
 /** The plan of the replica HOST serves in: the whole plan with one replica. */
@@ -230,13 +318,69 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
     const problems = hosts.flatMap(r => problemsByHost.get(r.host)!);
     const verdict = (serving: boolean) => ({ stack, serving, endpoint: plan.endpoint, model: plan.modelName, hosts, problems });
     if (!plan.replicas) return verdict(problems.length === 0);
+    const frontHost = plan.hosts[0].host.name;
+    const front = hosts.find(r => r.host === frontHost);
+    const frontStatus = frontOf(plan, front, owner);
+    const servers = frontStatus.state === "read" && front?.frontReplicas?.state === "read" ? front.frontReplicas.servers : undefined;
+    const drained: string[] = [];
     const replicas: ReplicaStatus[] = plan.replicas.map((g, k) => {
         const names = g.hosts.map(h => h.host.name);
         const its = hosts.filter(r => names.includes(r.host)).flatMap(r => problemsByHost.get(r.host)!);
-        return { replica: k + 1, hosts: names, head: g.head.host.name, serving: its.length === 0, problems: its };
+        const inFront = servers === undefined ? "unknown" : servers[k].down ? "down" : "in service";
+        if (inFront === "down") {
+            drained.push(drainedProblem(plan, g, k + 1, servers![k].server, its.length > 0, up));
+            its.push(drained[drained.length - 1]);
+        }
+        return { replica: k + 1, hosts: names, head: g.head.host.name, serving: its.length === 0, front: inFront, problems: its };
     });
-    const front = hosts.find(r => r.host === plan.hosts[0].host.name);
-    return { ...verdict(front?.unreachable === undefined && replicas.some(r => r.serving)), replicas };
+    // After the hosts' problems: the file's own, then each replica's being down in the front.
+    problems.push(...frontStatus.problems, ...drained);
+    return { ...verdict(front?.unreachable === undefined && replicas.some(r => r.serving)), replicas, front: frontStatus };
+}
+
+/**
+ * The front's REPLICAS_FILE as FRONT (the first host's report) found it. Read: it must list one server per replica
+ * (replica k the k-th, as replicasFile writes and a drain marks them); anything else is a problem, and no replica's
+ * place in the front is then claimed.
+ */
+function frontOf(plan: ClusterPlan, front: HostReport | undefined, owner: { project: string; stack: string }): FrontStatus {
+    const host = plan.hosts[0].host.name;
+    const config = `${host}:${proxyDir(plan.spec)}/${REPLICAS_FILE}`;
+    if (!front || front.unreachable !== undefined) return { host, config, state: "not asked", problems: [] };
+    const got: FrontReplicas = front.frontReplicas ?? { state: "unreadable", why: "the host's script printed nothing about it" };
+    const count = plan.replicas!.length;
+    // proxy-conf writes it (every replica in service) on create and on a change of its inputs only; its replacement also
+    // restarts the front proxy (proxyPlan.ts proxyConfig). Its URN: tests/unit/fixtures/stack-urns.json.
+    const rewrite = `to write it again with every replica in service (this restarts the front proxy), run \`${replaceCommand(owner, [
+        `urn:pulumi:${owner.stack}::${owner.project}::spark-vllm:index:SparkCluster$spark-vllm:index:EndpointProxy$command:remote:Command::${resourceNames().of("proxy-conf")}`])}\``;
+    const unknown = "status cannot tell which replicas the front proxy sends requests to";
+    // A file that lists another count of servers is as foreign as one that is not replicasFile's at all.
+    const problem = (what: string, fix = true): FrontStatus => ({ host, config, state: got.state === "read" ? "unrecognized" : got.state,
+        problems: [`${host}: ${what}; ${unknown}` + (fix ? `\n    ${rewrite}` : "")] });
+    switch (got.state) {
+        case "missing": return problem(`the front proxy configuration is missing: ${config} does not exist`);
+        case "unreadable": return problem(`the front proxy configuration ${config} could not be read (${got.why})`, false);
+        case "unrecognized": return problem(`the front proxy configuration ${config} is not what spark-vllm writes (${JSON.stringify(got.text)})`);
+        case "read": return got.servers.length === count ? { host, config, state: "read", problems: [] }
+            : problem(`the front proxy configuration ${config} lists ${got.servers.length} servers for ${count} replicas`);
+    }
+}
+
+/**
+ * Replica K is `down` in the front's REPLICAS_FILE: a rolling update's drain took it out and its undrain has not run
+ * (the relaunch between them failed, or the up stopped). What puts it back (components/plan/resources.ts): its undrain
+ * follows its endpoint probe, its hosts' free-memory checks (`loaded`) and its serving proof, and is replaced with its
+ * drain; a failed create leaves no state (docs/troubleshooting.md#after-a-failure), so the next `up` runs the failed
+ * step again, what follows it, and the undrain. With a problem on its hosts (vLLM dead: a plain up would re-run only a
+ * failed probe), the relaunch that problem names is followed by the same undrain (it replaces the probe).
+ */
+function drainedProblem(plan: ClusterPlan, g: ClusterPlan, k: number, server: string, others: boolean, up: string): string {
+    const n = resourceNames(undefined, k);
+    const checks = ["its endpoint probe", "its hosts' free-memory checks", ...(g.servingProof ? ["its serving proof"] : [])];
+    const after = `${checks.slice(0, -1).join(", ")} and ${checks[checks.length - 1]}`;
+    return `${plan.hosts[0].host.name}: replica ${k} (${server}) is down in the front proxy (${REPLICAS_FILE}): a rolling update took it out and did not put it back, so the endpoint sends it nothing` +
+        `\n    ${others ? "fix the problems above first: the `pulumi up` that then relaunches it runs" : `fix what failed, then run \`${up}\` again: it runs the step that failed and what follows it, ending with`}` +
+        ` ${n.of("undrain")}, which puts replica ${k} back once ${after} pass (the roll resumes from there)`;
 }
 
 const duration = (s: number | null | undefined) =>
@@ -254,12 +398,13 @@ export function renderStatus(s: ClusterStatus): string {
         return out.join("\n") + "\n";
     }
     for (const g of s.replicas) {
-        out.push(`  replica ${g.replica} (head ${g.head}): ${g.serving ? "serving" : "NOT serving"}`);
+        out.push(`  replica ${g.replica} (head ${g.head}): ${g.serving ? "serving" : "NOT serving"}${g.front === "down" ? " (down in the front proxy)" : ""}`);
         out.push(...s.hosts.filter(r => g.hosts.includes(r.host)).map(r => hostLine(r, "    ")));
     }
     // Each replica's problems under its name: what to run names that replica's own resources.
     for (const g of s.replicas.filter(g => g.problems.length))
         out.push("", `replica ${g.replica} (${g.hosts.join(", ")}):`, ...g.problems.map(p => `- ${p}`));
+    if (s.front?.problems.length) out.push("", `front proxy (${s.front.host}):`, ...s.front.problems.map(p => `- ${p}`));
     if (low.length) out.push("", ...low.map(w => `- warning: ${w}`));
     return out.join("\n") + "\n";
 }

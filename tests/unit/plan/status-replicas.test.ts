@@ -14,6 +14,7 @@ import { planCluster } from "../../../components/plan/plan";
 import { ClusterPlan } from "../../../components/plan/clusterPlan";
 import { COMMAND, plannedResources } from "../../../components/plan/resources";
 import { HostReport, clusterStatus, hostStatusScript, renderStatus } from "../../../components/plan/status";
+import { replicasFile } from "../../../components/plan/proxyPlan";
 import { clusterConfig, rawConfig } from "../../fixtures";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
@@ -50,6 +51,9 @@ test("each host is asked about its own replica: the Ray address is its replica h
 });
 
 const memory = { availableGiB: 60.2, totalGiB: 119.7 };
+/** The front's replicas.conf as the first host's script reads it: every replica in service (status-front.test.ts: drained). */
+const inService = (plan: ClusterPlan) =>
+    ({ state: "read" as const, servers: plan.replicas!.map((_, k) => ({ server: `server-${k + 1}:8000`, down: false })) });
 function healthy(plan: ClusterPlan, host: string): HostReport {
     const h = plan.hosts.find(x => x.host.name === host)!;
     const runsVllm = h.role === "head" || plan.backend === "mp";
@@ -57,8 +61,11 @@ function healthy(plan: ClusterPlan, host: string): HostReport {
         host, role: h.role, container: "running", memory, givenUp: [],
         vllm: runsVllm ? { state: "running", pid: 812, uptimeSeconds: 7300, servedModel: "qwen3.5-122b" } : { state: "no pid file", pid: null },
         ...(h.role === "head" ? { health: 200 } : {}), ...(plan.backend === "ray" ? { raylet: true } : {}),
+        ...(host === plan.hosts[0].host.name ? { frontReplicas: inService(plan) } : {}),
     };
 }
+/** The line the first host's script prints for the front's replicas.conf with this text. */
+const frontLine = (text: string) => `spark-vllm-front-replicas ok ${Buffer.from(text).toString("base64")}`;
 const reports = (plan: ClusterPlan, faults: Record<string, Partial<HostReport>> = {}) =>
     plan.hosts.map(h => ({ ...healthy(plan, h.host.name), ...faults[h.host.name] }) as HostReport);
 const vllmDead = { vllm: { state: "exited", pid: 812 }, health: null };
@@ -154,7 +161,8 @@ process.stdin.on("end", () => {
     require("fs").writeFileSync(${JSON.stringify(dir)} + "/script-" + target, script);
     const h = hosts[target];
     if (h.unreachable) { process.stderr.write(h.unreachable + "\\n"); process.exit(255); }
-    process.stdout.write("spark-vllm-container " + h.container + "\\n" + JSON.stringify(h) + "\\nspark-vllm-given-up []\\n");
+    const { frontLine, ...report } = h;
+    process.stdout.write("spark-vllm-container " + h.container + "\\n" + JSON.stringify(report) + "\\nspark-vllm-given-up []\\n" + (frontLine ? frontLine + "\\n" : ""));
 });
 `, { mode: 0o755 });
         const r = spawnSync(process.execPath, [path.join(ROOT, "bin", "spark-vllm.js"), "status", "--stack", "two", "--dir", dir, ...args], {
@@ -169,8 +177,10 @@ process.stdin.on("end", () => {
 
 test("the CLI: exit 0 while a replica serves, 5 when none does; --json carries each replica's verdict; each host's script asks its own replica's Ray head", () => {
     const plan = twoReplicas("ray");
+    // The front's replicas.conf goes as the first host's script prints it (base64 of the file, status.ts FRONT_LINE).
     const byAddress = (faults: Record<string, Partial<HostReport>>) =>
-        Object.fromEntries(reports(plan, faults).map(r => [plan.hosts.find(h => h.host.name === r.host)!.host.ssh.host, r]));
+        Object.fromEntries(reports(plan, faults).map(({ frontReplicas, ...r }) => [plan.hosts.find(h => h.host.name === r.host)!.host.ssh.host,
+            { ...r, ...(frontReplicas?.state === "read" ? { frontLine: frontLine(replicasFile(frontReplicas.servers.map(x => x.server), frontReplicas.servers.findIndex(x => x.down) + 1 || undefined)) } : {}) }]));
     const degraded = cli(byAddress({ "spark-d": { raylet: false } }), []);
     assert.equal(degraded.status, 0, degraded.stderr + degraded.stdout);
     assert.match(degraded.stdout, /^stack two: serving qwen3\.5-122b at http:\/\/198\.18\.0\.2:8000\/v1: 1 of 2 replicas serving \(down: replica 2\)\n/);
@@ -186,4 +196,22 @@ test("the CLI: exit 0 while a replica serves, 5 when none does; --json carries e
     assert.deepEqual(j.replicas.map((r: { replica: number; hosts: string[]; head: string; serving: boolean }) => [r.replica, r.hosts, r.head, r.serving]),
         [[1, ["spark-a", "spark-b"], "spark-a", false], [2, ["spark-c", "spark-d"], "spark-c", false]]);
     assert.equal(j.problems.length, 2);
+    assert.equal(j.front.state, "read");
+
+    // The front's replicas.conf as its script prints it: replica 2 healthy but `down` there (a rolling update that did
+    // not finish) serves nothing; with replica 1's vLLM dead too, the endpoint serves nothing.
+    const drained = (faults: Record<string, Partial<HostReport>>) => {
+        const hosts = byAddress(faults);
+        hosts["198.18.0.2"].frontLine = frontLine(replicasFile(["127.0.0.1:8001", "198.18.1.4:8000"], 2));
+        return hosts;
+    };
+    const out = cli(drained({}), []);
+    assert.equal(out.status, 0, out.stderr + out.stdout);
+    assert.match(out.stdout, /^stack two: serving .*: 1 of 2 replicas serving \(down: replica 2\)\n/);
+    assert.ok(out.stdout.includes("\n  replica 2 (head spark-c): NOT serving (down in the front proxy)\n"), out.stdout);
+    assert.ok(out.stdout.includes("\n- spark-a: replica 2 (198.18.1.4:8000) is down in the front proxy (replicas.conf)"), out.stdout);
+    const none = cli(drained({ "spark-a": vllmDead }), ["--json"]);
+    assert.equal(none.status, 5, none.stderr + none.stdout);
+    assert.deepEqual(JSON.parse(none.stdout).replicas.map((r: { front: string }) => r.front), ["in service", "down"]);
+    assert.ok(none.scripts["198.18.0.2"].includes("spark-vllm-front-replicas") && !none.scripts["198.18.0.4"].includes("spark-vllm-front-replicas"));
 });
