@@ -7,6 +7,10 @@
 // alone) and the relaunch it names resumes the roll; destroy leaves the hosts clean.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { spawnSync } from "node:child_process";
+import * as yaml from "js-yaml";
 import { failure, simSuite } from "./suite";
 import { destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
@@ -158,6 +162,16 @@ test("two one-host replicas behind one endpoint: a load reaches both with no fai
         assert.deepEqual(await load(endpoint, apiKey, modelName, 50, 4), []);
         const meanwhileCounts = (await served()).map((n, i) => n - meanwhile[i]);
         assert.deepEqual(meanwhileCounts, [0, 50], "replica 2 alone serves while replica 1 is out");
+
+        // `spark-vllm status` says so: replica 1 is down in the front proxy (and its vLLM dead), replica 2 serves the endpoint.
+        const dir = path.dirname(stack.statePath);
+        fs.writeFileSync(path.join(dir, `Pulumi.${stack.name}.yaml`), yaml.dump({ config: stack.config }));
+        const status = spawnSync(process.execPath, [path.join(__dirname, "..", "..", "bin", "spark-vllm.js"), "status", "--stack", stack.name, "--dir", dir, "--json"],
+            { encoding: "utf8", env: { ...process.env, ...stack.transport.env } });
+        console.log(`--- spark-vllm status after the stopped roll (exit ${status.status}):\n${status.stdout}${status.stderr}---`);
+        const report = JSON.parse(status.stdout) as { serving: boolean; replicas: Array<{ replica: number; serving: boolean; front: string }> };
+        assert.equal(status.status, 0, "the endpoint serves (replica 2)");
+        assert.deepEqual([report.serving, report.replicas.map(r => [r.replica, r.serving, r.front])], [true, [[1, false, "down"], [2, true, "in service"]]]);
 
         // The cause fixed, the relaunch the failure names (replica 1's memory gate: a plain up re-runs only the probe, as
         // with one replica, tests/e2e/relaunch.test.ts) resumes the roll: replica 1 comes back, then replica 2 relaunches.
