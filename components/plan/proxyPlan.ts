@@ -203,6 +203,14 @@ export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
         "        proxy_http_version 1.1;",
         "        proxy_buffering off;",
         ...(shape.replicas ? [
+            // No keep-alive to clients on the front (ngx_http_core_module `keepalive_timeout`: "The zero value disables
+            // keep-alive client connections"): a rolling update reloads it (components/plan/rollout.ts), and each old
+            // worker then closes its idle keep-alive connections at once (src/os/unix/ngx_process_cycle.c
+            // ngx_worker_process_cycle: ngx_close_idle_connections), so a client that sent its next request on one just
+            // then got the connection closed without an answer ("socket hang up": 2, 4 and 5 of about 720 requests over 30
+            // reloads in tests/unit/plan/rollout-nginx.test.ts's setting; none with this). A new connection per request
+            // costs a handshake; a generation takes far longer.
+            "        keepalive_timeout 0;",
             // ngx_http_proxy_module `proxy_next_upstream` (nginx.org/en/docs/http/ngx_http_proxy_module.html): a replica
             // that refuses the connection (vLLM stopped or still loading), times out, or answers 502/503 (its own proxy
             // without a vLLM behind it) passes the request to the next replica. `non_idempotent`: without it nginx does not
