@@ -11,18 +11,24 @@
 //  1. normalise: strip ANSI escapes, CRLF/CR → LF, cut each line at
 //     maxLineChars (so matching stays linear), strip process prefixes
 //     such as `(EngineCore_DP0 pid=456) ` or `[rank0]: ` (nested ones too);
-//  2. the earliest line matching a firm pattern is the root cause; traceback
-//     frame lines and the source lines under them are skipped (a source line
-//     such as `raise _format(GatedRepoError, ...)` names the error before the
-//     error line itself);
-//  3. else the earliest line matching a weak pattern (warnings that also show
+//  2. the earliest line matching a firm pattern of an entry that names a cause
+//     is the root cause; traceback frame lines and the source lines under them
+//     are skipped (a source line such as `raise _format(GatedRepoError, ...)`
+//     names the error before the error line itself);
+//  3. else the earliest line matching an entry's `consequencePatterns`:
+//     lines that say a collective, a worker or the engine failed because of
+//     something else (`NCCL error: unhandled system error`, `DistBackendError`,
+//     `A worker died or was killed`, `EngineDeadError`). Processes on several
+//     hosts interleave their output, so the head's consequence is often printed
+//     before the worker's cause; a cause anywhere in the log wins;
+//  4. else the earliest line matching a weak pattern (warnings that also show
 //     up in logs that go on to work, such as `NCCL WARN`);
-//  4. else, if a wrapper line exists (`Engine core initialization failed. See
+//  5. else, if a wrapper line exists (`Engine core initialization failed. See
 //     root cause above.`), kind `unknown-engine-failure`, whose line is the
 //     last exception line printed before the last wrapper, or the wrapper
 //     itself when there is none. Wrapper lines never win over a cause, even
 //     one printed after them (processes interleave their output);
-//  5. else undefined.
+//  6. else undefined.
 import { firstVllmWithMultiNodeMp } from "./images";
 
 /** The root cause of a failed launch: a stable kind, the line from the log, and what to change. */
@@ -44,8 +50,16 @@ export interface CatalogEntry {
     ignoreCase?: boolean;
     /** Lines that only say something failed further up; they are never a root cause. */
     wrapper?: boolean;
-    /** Regex sources: the entry applies only to a log where some line matches one of them (the evidence it needs). */
+    /**
+     * Regex sources: the entry applies only to a log where some line matches one of them (the evidence it needs).
+     * Every line counts here, traceback frames and source lines included (`multiprocessing/synchronize.py` is a frame).
+     */
     requires?: string[];
+    /**
+     * Regex sources for lines that name a consequence of a failure elsewhere (a rank that died, a collective that
+     * failed): consulted only when no entry's `patterns` match anywhere in the log, and before any `weakPatterns`.
+     */
+    consequencePatterns?: string[];
     hint: string;
 }
 
@@ -65,6 +79,15 @@ const ARCH =
     "The image's vLLM does not support this architecture. Copying model files from one vLLM version into another does not work: " +
     "set `spark-vllm:image` to an image (pinned by digest, the same on every host) whose vLLM supports the architecture " +
     "in the model's config.json (Qwen3_5MoeForConditionalGeneration is known to vLLM 0.17, not 0.14).";
+
+const GID_HINT =
+    "NCCL failed a system call while setting up the RoCE link. On two or more Sparks the usual cause is NCCL_IB_GID_INDEX: the " +
+    "RoCE v2 GID that carries a host's fabric IPv4 address sits at different indexes on different kits (3 on some, 4 or 5 on " +
+    "others) and moves when the interfaces are reconfigured, so one index for all hosts is wrong on some. Set NCCL_IB_GID_INDEX " +
+    "per host from that host's own table (the index whose /sys/class/infiniband/<hca>/ports/1/gids/<n> is ::ffff:<fabric " +
+    "address> and whose gid_attrs/types/<n> is `RoCE v2`), or leave it unset so NCCL picks it. If a worker's log shows " +
+    "`ibv_reg_mr_iova2 failed with error Cannot allocate memory` instead, it is the host kernel (see rdma-kernel-regression: " +
+    "`kho=off` or boot 6.17.0-1032); a missing interface shows `Unable to find address for`.";
 
 /** Every diagnosis kind with its patterns and hint; the Python helper reads the same data (toolsProgram.ts). */
 export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
@@ -119,8 +142,104 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         hint: "An allocation failed while loading or warming up the model. " + MEMORY,
     },
     {
+        // Kernel 7.0.0-1019-nvidia (an `apt upgrade`, DGX OS 7.5): NCCL's memory registration fails with ENOMEM on a rank
+        // (`misc/ibvwrap.cc:217 (wrap_ibv_reg_mr_iova2) NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot
+        // allocate memory`, eugr/spark-vllm-docker#389; then `ncclSystemError`, `DistBackendError`, "EngineCore fails to
+        // start": MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#259). Ports ACTIVE, nothing in dmesg or memlock; the tell
+        // is CmaFree > CmaTotal in /proc/meminfo (`CmaTotal: 0 kB`, `CmaFree: 940604 kB`, #259): Kexec HandOver's scratch
+        // area handed to the page allocator as CMA pageblocks the NIC cannot long-term pin. Fixes reported: the kernel
+        // parameter `kho=off` where `kexec_crash_size` is 0 (#259), or booting 6.17.0-1032-nvidia
+        // (MiaAI-Lab/DeepSeek-v4.1-Flash-DGX-Sparks#14; NVIDIA forum thread "DGX Spark regression kernel 7.0.0-1019-nvidia
+        // causes NCCL RoCE ibv_reg_mr_iova2 ENOMEM", linked from eugr/spark-vllm-docker#392). The same message with a
+        // small `ulimit -l` is the older memlock cause (NVIDIA/nccl-tests#206).
+        kind: "rdma-kernel-regression",
+        patterns: ["ibv_reg_mr[_a-z0-9]* failed with (error )?([0-9]+ )?Cannot allocate memory"],
+        hint:
+            "NCCL could not register (pin) memory with the ConnectX-7 (ibv_reg_mr ENOMEM) although the ports are ACTIVE. On a Spark " +
+            "running kernel 7.0.0-1019-nvidia this is a known host-kernel regression: the tell is `CmaFree` larger than `CmaTotal` in " +
+            "/proc/meminfo (`grep -i cma /proc/meminfo` on every host). Fix it on each such host: add the kernel parameter `kho=off` " +
+            "(only where `cat /sys/kernel/kexec_crash_size` is 0) and reboot, or boot the previous kernel 6.17.0-1032-nvidia " +
+            "(`uname -r` to check). If the kernel is not 7.0.0-1019, check memlock: the containers need `ulimit -l unlimited` " +
+            "(memlock unlimited, IPC_LOCK) and /dev/infiniband.",
+    },
+    {
+        // NCCL's QP set-up with a GID index whose entry is empty or not the RoCE v2 IPv4 one fails `INIT -> RTR`:
+        // `NCCL WARN Call to ibv_modify_qp failed with 61 No data available, on dev rocep1s0f0:1, curr state INIT, next
+        // state RTR, local GID index 3, local GID ::, remote GID ::` then `RuntimeError: NCCL error: unhandled system error`
+        // (a two-Spark incident note of 2026-09-02 on GitHub: the RoCE v2 IPv4 GID had moved from index 3 to 4). NVIDIA's
+        // NCCL troubleshooting guide names `Call to ibv_modify_qp failed with error Invalid argument` for a wrong GID index.
+        // Consequence: vLLM's pynccl wrapper raises `RuntimeError: NCCL error: unhandled system error` at
+        // init_model_parallel_group when a rank's NCCL init fails a system call; with one NCCL_IB_GID_INDEX for hosts whose
+        // RoCE v2 IPv4 GID sits at different indexes (4 on the head, 3 on the worker: MiaAI-Lab/GLM-5.3-Flash-EXL3-2x-DGX-Sparks#26;
+        // per-node indexes: MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#10) that is all the head prints. A rank's own cause
+        // (ibv_reg_mr ENOMEM, a missing interface) wins wherever it is in the log.
+        kind: "roce-gid-index",
+        patterns: [
+            "Call to ibv_modify_qp failed with (error )?(61 )?No data available",
+            "Call to ibv_modify_qp failed with (error )?(22 )?Invalid argument",
+        ],
+        // `ncclSystemError` is NCCL's name for the same result (NVIDIA/nccl docs, Troubleshooting: "ncclSystemError
+        // indicate[s] that a call to an external library failed").
+        consequencePatterns: ["NCCL error(:| in:) .*unhandled system error", "ncclSystemError"],
+        hint: GID_HINT,
+    },
+    {
+        // Gloo (torch's CPU groups) and NCCL's bootstrap cannot find the socket interface they were told to use:
+        // `RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for:
+        // bond1` (NVIDIA/Megatron-LM#436), `RuntimeError: Unable to find address for: eth0` on a DGX Spark, which has no eth0
+        // (spark-arena/sparkrun#275), `Unable to find interface for: [0.0.0.189]` when Gloo resolves the hostname
+        // (gpustack/gpustack#4128), and NCCL's `bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found`
+        // (tests/fixtures/nccl/iface-missing.nccl.log, a real run).
+        kind: "socket-iface-missing",
+        patterns: [
+            "Unable to find address for: ",
+            "Unable to find interface for: ",
+            "Bootstrap : no socket interface found",
+        ],
+        hint:
+            "Gloo or NCCL was told to use a network interface that has no address on this host (or inside its container): " +
+            "GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME and TP_SOCKET_IFNAME come from `spark-vllm:hosts[].fabric.interface`, set per host, " +
+            "and must name an interface that exists and carries `spark-vllm:hosts[].fabric.address` there (compare with `ip -br addr` " +
+            "on that host; interface names differ between kits, e.g. enp1s0f1np1, enp1s0f0np0 or enP2p1s0f1np1, and a DGX Spark has " +
+            "no eth0). Remove any GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME baked into the image or passed in `spark-vllm:vllm.extraArgs`.",
+    },
+    {
+        // The GPU driver's own allocation failing: `NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]
+        // (0x00000051) returned from _memdescAllocInternal(pMemDesc) @ mem_desc.c:1359` in `journalctl -k`; on a GB10 the
+        // host then wedges (ping answers, SSH does not, only a power cycle recovers: NVIDIA/open-gpu-kernel-modules#1358,
+        // NVIDIA/dgx-spark-playbooks#97 and #116). Owners stop the job before it (a `MemAvailable` floor: #116 used 16 GiB;
+        // eugr's `--earlyoom`; MiaAI-Lab's memguard). The line also shows up on runs that went on to serve
+        // (vllm-project/vllm#56824): it is the cause when the host stopped answering or vLLM died with it.
+        kind: "driver-oom",
+        patterns: ["NVRM: .*NV_ERR_NO_MEMORY", "Out of memory \\[NV_ERR_NO_MEMORY\\]"],
+        hint:
+            "The NVIDIA driver itself ran out of memory (NVRM NV_ERR_NO_MEMORY in `journalctl -k`). On a DGX Spark the host often wedges " +
+            "after this (ping answers, SSH does not): reboot (power-cycle if SSH hangs) this host before the next launch, then leave " +
+            "the driver room: lower `spark-vllm:vllm.gpuMemoryUtilization` (e.g. 0.85 to 0.75) or `spark-vllm:vllm.maxModelLen`, " +
+            "drop the page cache, and run a memory guard that stops vLLM when MemAvailable falls below a floor (owners use 16 GiB, " +
+            "earlyoom or a memguard script). On kernel 7.0.0-1019-nvidia it came right after the NCCL rendezvous: boot 6.17.0-1032 " +
+            "or set `kho=off` (see rdma-kernel-regression).",
+    },
+    {
+        // vLLM's multiprocessing executor spawning its workers across hosts: a worker unpickles a semaphore that lives in
+        // another host's /dev/shm: `FileNotFoundError: [Errno 2] No such file or directory` from
+        // `multiprocessing/synchronize.py ... SemLock._rebuild`, then `Exception: WorkerProc initialization failed`
+        // (spark-arena/recipe-registry#13: vLLM 0.20.1rc1 defaulted multi-node to mp; `--distributed-executor-backend ray`
+        // fixed it).
+        kind: "mp-across-nodes",
+        patterns: ["^FileNotFoundError: \\[Errno 2\\] No such file or directory$"],
+        requires: ["SemLock\\._rebuild", "multiprocessing/synchronize\\.py"],
+        hint:
+            "vLLM's multiprocessing executor tried to reach workers on another host through a semaphore in its own /dev/shm: one " +
+            "`vllm serve` cannot spawn mp workers across hosts. Use `spark-vllm:vllm.backend: ray` (the launch passes " +
+            "`--distributed-executor-backend ray`), or `spark-vllm:vllm.backend: mp`, which starts one `vllm serve` per host with " +
+            "--nnodes/--node-rank/--master-addr/--headless; do not pass `--distributed-executor-backend mp` in " +
+            "`spark-vllm:vllm.extraArgs`, and pin the image by digest so a new vLLM default does not change the executor.",
+    },
+    {
         kind: "nccl-timeout",
-        patterns: ["Watchdog caught collective operation timeout"],
+        patterns: [],
+        consequencePatterns: ["Watchdog caught collective operation timeout"],
         hint:
             "A collective across the hosts never completed: usually one host cannot reach the other over the fabric, " +
             "or one rank died earlier (look for its error above). " + FABRIC,
@@ -148,7 +267,8 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
     },
     {
         kind: "nccl-error",
-        patterns: ["NCCL error(:| in:) ", "nccl(System|Internal|UnhandledCuda|Remote)Error"],
+        patterns: [],
+        consequencePatterns: ["NCCL error(:| in:) ", "nccl(System|Internal|UnhandledCuda|Remote)Error"],
         weakPatterns: ["NCCL WARN"],
         hint: "NCCL could not set up or use the link between the hosts. " + FABRIC,
     },
@@ -274,6 +394,32 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
             `0.18): set \`spark-vllm:vllm.backend\` to \`mp\` (vLLM ${firstVllmWithMultiNodeMp} or newer), or use an image that ships Ray.`,
     },
     {
+        // A worker (on another host, usually) died or stalled and the head prints only the consequence: Ray's
+        // `(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the
+        // problem, check the logs for the dead worker.` (eugr/spark-vllm-docker#255, two Sparks), `The actor died
+        // unexpectedly before finishing this task` (Ray's ActorDiedError), vLLM's mp executor `Worker proc VllmWorker-1 died
+        // unexpectedly, shutting down executor.` (vllm/v1/executor/multiproc_executor.py) and `RayWorkerProc rank=[2] died
+        // unexpectedly`, `EngineDeadError`, and a stalled worker: `No available shared memory broadcast block found in 60
+        // seconds` repeating, then `TimeoutError: RPC call to sample_tokens timed out` (eugr/spark-vllm-docker#321 and #348,
+        // MiaAI-Lab/GLM-5.3-Flash-EXL3-2x-DGX-Sparks#159). The broadcast-block line is weak: slow compilation prints it too.
+        kind: "worker-died",
+        patterns: [],
+        consequencePatterns: [
+            "A worker died or was killed while executing a task",
+            "The actor died unexpectedly before finishing this task",
+            "Worker proc [^ ]+ died unexpectedly",
+            "WorkerProc rank=\\[[0-9, ]+\\] died unexpectedly",
+            "RPC call to [a-z_]+ timed out",
+            "EngineDeadError",
+        ],
+        weakPatterns: ["No available shared memory broadcast block found"],
+        hint:
+            "A vLLM worker died or stopped answering, and this log shows only the consequence. The cause is in the dead worker's own " +
+            "log on its host: run `spark-vllm status` to see which host, then read that host's vLLM log (and `journalctl -k` there " +
+            "for NVRM NV_ERR_NO_MEMORY or the OOM killer: a worker killed for memory leaves no traceback). Fix what that log names; " +
+            "a worker that ran out of host memory needs a lower `spark-vllm:vllm.gpuMemoryUtilization` or `spark-vllm:vllm.maxModelLen`.",
+    },
+    {
         // torch/csrc/distributed/c10d/TCPStore.cpp TCPStore::waitForWorkers: the store on the head gave up on the ranks
         // that never connected ("Timed out after {} seconds waiting for clients. {}/{} clients joined.").
         kind: "rendezvous-timeout",
@@ -343,12 +489,14 @@ const FRAME = re(LOG_SYNTAX.frame);
 interface Compiled {
     entry: CatalogEntry;
     firm: RegExp[];
+    consequence: RegExp[];
     weak: RegExp[];
     requires: RegExp[];
 }
 const COMPILED: Compiled[] = DIAGNOSIS_CATALOG.map(entry => ({
     entry,
     firm: entry.patterns.map(p => re(p, entry.ignoreCase)),
+    consequence: (entry.consequencePatterns ?? []).map(p => re(p, entry.ignoreCase)),
     weak: (entry.weakPatterns ?? []).map(p => re(p, entry.ignoreCase)),
     requires: (entry.requires ?? []).map(p => re(p, entry.ignoreCase)),
 }));
@@ -395,14 +543,14 @@ function isCode(messages: string[], i: number): boolean {
     return i > 0 && FRAME.test(messages[i - 1]) && !EXCEPTION.test(messages[i]);
 }
 
-/** The root cause in a whole vLLM log (normalised; firm patterns before weak ones; wrappers last), or undefined. */
+/** The root cause in a whole vLLM log (normalised; causes, then consequences, then weak patterns; wrappers last), or undefined. */
 export function diagnose(log: string): Diagnosis | undefined {
     const messages = normaliseLog(log).map(messageOf);
     const code = messages.map((_, i) => isCode(messages, i));
     const found = (entry: CatalogEntry, line: string): Diagnosis => ({ kind: entry.kind, line, hint: entry.hint });
-    const evidenced = (c: Compiled) => c.requires.length === 0 || messages.some((m, i) => !code[i] && c.requires.some(r => r.test(m)));
+    const evidenced = (c: Compiled) => c.requires.length === 0 || messages.some(m => c.requires.some(r => r.test(m)));
     const candidates = COMPILED.filter(c => !c.entry.wrapper && evidenced(c));
-    for (const tier of ["firm", "weak"] as const) {
+    for (const tier of ["firm", "consequence", "weak"] as const) {
         for (const [i, message] of messages.entries()) {
             if (code[i]) continue;
             const hit = candidates.find(c => c[tier].some(r => r.test(message)));

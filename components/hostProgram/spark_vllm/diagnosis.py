@@ -25,7 +25,8 @@ def _rules():
             "header": re.compile(s["header"], re.DOTALL),
             "exception": re.compile(s["exception"], re.DOTALL),
             "frame": re.compile(s["frame"], re.DOTALL),
-            "entries": [(e, compile_all(e, "patterns"), compile_all(e, "weakPatterns"), compile_all(e, "requires"))
+            "entries": [(e, compile_all(e, "patterns"), compile_all(e, "consequencePatterns"), compile_all(e, "weakPatterns"),
+                         compile_all(e, "requires"))
                         for e in d["catalog"]],
             "maxLineChars": d.get("maxLineChars"),
         }]
@@ -71,10 +72,11 @@ def diagnose(text):
     code = [_is_code(messages, i) for i in range(len(messages))]
 
     def evidenced(c):
-        """An entry with `requires` applies only when some line of the log matches one of them."""
-        return not c[3] or any(not code[i] and any(p.search(m) for p in c[3]) for i, m in enumerate(messages))
+        """An entry with `requires` applies only when some line of the log (traceback lines too) matches one of them."""
+        return not c[4] or any(any(p.search(m) for p in c[4]) for m in messages)
     candidates = [c for c in r["entries"] if not c[0].get("wrapper") and evidenced(c)]
-    for tier in (1, 2):
+    # Causes, then consequences (a rank died, a collective failed), then weak patterns.
+    for tier in (1, 2, 3):
         for i, m in enumerate(messages):
             if code[i]:
                 continue

@@ -69,3 +69,20 @@ test("usage errors and unreadable files: exit 2", () => {
     assert.equal(missing.code, 2);
     assert.match(missing.err, /cannot read \/nonexistent\/vllm\.log: ENOENT/);
 });
+
+test("diagnose on owners' logs (tests/fixtures/logs/field): each class of issue 47 with its root cause and the fix", () => {
+    const FIELD = path.join(FIXTURES, "field");
+    const index = JSON.parse(readFileSync(path.join(FIELD, "index.json"), "utf8")).fixtures as Record<string, { kind: string; line: string; fix: string[] }>;
+    const seen = new Set<string>();
+    for (const [file, f] of Object.entries(index)) {
+        if (seen.has(f.kind)) continue;
+        seen.add(f.kind);
+        const r = cli([path.join(FIELD, file)]);
+        assert.equal(r.code, 0, `${file}: ${r.err}`);
+        const [kind, cause, hint] = r.out.split("\n");
+        assert.equal(kind, `kind: ${f.kind}`, file);
+        assert.ok(cause.startsWith("root cause: ") && cause.includes(f.line), `${file}: ${cause}`);
+        for (const fix of f.fix) assert.ok(hint.startsWith("hint: ") && hint.includes(fix), `${file}: ${fix}`);
+    }
+    assert.deepEqual([...seen].sort(), ["driver-oom", "mp-across-nodes", "rdma-kernel-regression", "roce-gid-index", "socket-iface-missing", "worker-died"]);
+});

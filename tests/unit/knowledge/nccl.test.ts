@@ -92,20 +92,23 @@ test("bootstrap failure: NCCL's WARN line, and torch's `Last error:` line withou
     assert.equal(torch.bootstrapError, undefined);
 });
 
-test("refineNcclDiagnosis: nccl-error gets NCCL's cause line instead of torch's wrapper", () => {
+test("a missing socket interface is socket-iface-missing with NCCL's cause line, not torch's wrapper; refining keeps it", () => {
+    // torch's `DistBackendError: NCCL error in: ..., invalid usage` is the consequence; the line after its `Last error:`
+    // is NCCL's cause (catalog entry socket-iface-missing, a cause, so it wins over the nccl-error consequence).
     const rank = fixture("iface-missing.rank.log");
     const before = diagnose(rank)!;
-    assert.equal(before.kind, "nccl-error");
-    assert.match(before.line, /^torch\.distributed\.DistBackendError: NCCL error in: .*invalid usage/);
-    const after = refineNcclDiagnosis(before, rank)!;
-    assert.equal(after.line, "Bootstrap : no socket interface found");
-    assert.ok(after.hint.startsWith(before.hint));
-    assert.match(after.hint, /NCCL_SOCKET_IFNAME .*spark-vllm:hosts\[\]\.fabric\.interface/);
+    assert.equal(before.kind, "socket-iface-missing");
+    assert.equal(before.line, "Bootstrap : no socket interface found");
+    assert.match(before.hint, /NCCL_SOCKET_IFNAME .*spark-vllm:hosts\[\]\.fabric\.interface/);
+    assert.deepEqual(refineNcclDiagnosis(before, rank), before);
     // With NCCL's own log in front, its WARN line (host, file:line) is the cause.
     const both = fixture("iface-missing.nccl.log") + rank;
     assert.equal(refineNcclDiagnosis(diagnose(both), both)!.line,
         "[2026-11-30 21:39:41] vm:1140:1140 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found");
     assert.equal(refineNcclDiagnosis(diagnose(both), both)!.transport, undefined);
+    // An NCCL error with no cause line keeps nccl-error, refined with torch's `Last error:` line when there is one.
+    const bare = rank.replace(/^.*no socket interface found.*$/gm, "");
+    assert.equal(diagnose(bare)?.kind, "nccl-error");
 });
 
 test("refineNcclDiagnosis: a fall-back with no other cause is nccl-socket-fallback naming the transport", () => {
@@ -236,5 +239,5 @@ test("spark-vllm diagnose on real NCCL logs: socket fall-back with the NET/IB li
     assert.match(fallback.stdout, /^kind: nccl-socket-fallback\nroot cause: .*NCCL INFO NET\/IB : No device found\.\ntransport: NET\/Socket/);
     const iface = cli(path.join(__dirname, "..", "..", "fixtures", "nccl", "iface-missing.err"));
     assert.equal(iface.status, 0, iface.stderr);
-    assert.match(iface.stdout, /^kind: nccl-error\nroot cause: .*NCCL WARN Bootstrap : no socket interface found/);
+    assert.match(iface.stdout, /^kind: socket-iface-missing\nroot cause: .*NCCL WARN Bootstrap : no socket interface found/);
 });
