@@ -6,7 +6,7 @@ import { sameImage } from "./plan/checks";
 import { ResourceNames } from "./plan/naming";
 import { Wiring, checked } from "./wiring";
 import { IMAGE } from "./plan/resources";
-import { SparkHost, lastJsonLine } from "./sparkHost";
+import { SparkHost, lastJsonLine, lastLineWarnings } from "./sparkHost";
 import { pullCustomTimeouts } from "./knowledge/imagePull";
 
 /** @internal Built only by SparkCluster. */
@@ -28,6 +28,8 @@ export class ClusterImage extends pulumi.ComponentResource {
     readonly identities: pulumi.Output<string>[];
     /** Resolves to the common digest once every host holds the same image; fails naming the hosts that differ. */
     readonly agreed: pulumi.Output<string>;
+    /** Per host, the image's proof in a throw-away container: compat before any container is created or replaced. */
+    readonly checks: remote.Command[];
 
     constructor(name: string, args: ClusterImageArgs, opts?: pulumi.ComponentResourceOptions) {
         super("spark-vllm:index:ClusterImage", name, {}, opts);
@@ -52,6 +54,13 @@ export class ClusterImage extends pulumi.ComponentResource {
         this.agreed = pulumi.all(this.identities).apply(ids =>
             checked(() => sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]]))));
         wiring.gate(names.of("images"), { parent: this }, this.agreed);
+        // The image proven on every host before any container is created or replaced (components/plan/hostCommands.ts imageCheck).
+        this.checks = plan.hosts.map(h => {
+            const check = wiring.command(names.host(h.host.name, "image-check"), { parent: this });
+            check.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, check)));
+            return check;
+        });
+        wiring.gate(names.of("image-checks"), { parent: this });
         this.registerOutputs({ image: this.agreed });
     }
 }

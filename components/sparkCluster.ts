@@ -102,8 +102,12 @@ export class SparkCluster extends pulumi.ComponentResource {
         wiring.gate(names.of("preflights"), parent);
         // 2. The same image on every host.
         this.image = new ClusterImage(names.of("images"), { plan, names, wiring, hosts: this.hosts }, parent);
-        // 3. One idle container per host.
-        this.containers = plan.hosts.map((h, i) => new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
+        // 3. One idle container per host, built with its replica (after its drain, with several: resources.ts).
+        const containers: VllmContainer[] = [];
+        const containersOf = (rp: ClusterPlan) => rp.hosts.map(h => {
+            const i = plan.hosts.findIndex(p => p.host.name === h.host.name);
+            return (containers[i] = new VllmContainer(names.host(h.host.name), { plan: h, names, wiring, host: this.hosts[i], image: this.image, index: i }, parent));
+        });
         const keyLine = stdinLine(key);
         const frontProxy = () => new EndpointProxy(names.of("endpoint-proxy"), { plan, names, wiring, head: this.hosts[0], keyLine, given: args.tls }, parent);
         // Several replicas (components/plan/replicas.ts): the front proxy first, then each replica's deployment, in the
@@ -115,9 +119,10 @@ export class SparkCluster extends pulumi.ComponentResource {
             const rn = plan.replicas ? resourceNames(name, k + 1) : names;
             const proxyHere = !plan.replicas ? frontProxy : k === 0 ? () => undefined
                 : () => new EndpointProxy(rn.of("endpoint-proxy"), { plan: rp, names: rn, wiring, head: this.hosts[hostIndex(rp.head.host.name)], keyLine }, parent);
-            return this.replica(rp, rn, wiring, { containers: this.containers.filter((_, i) => rp.hosts.some(h => h.host.name === plan.hosts[i].host.name)),
+            return this.replica(rp, rn, wiring, { containers: () => containersOf(rp),
                 rayToken, apiKey: key, hfToken: args.hfToken, proxyHere, rolling: plan.rollouts !== undefined }, parent);
         });
+        this.containers = containers;
         ({ weights: this.weights, compat: this.compat, fabricCheck: this.fabricCheck, ray: this.ray, model: this.model } = this.replicas[0]);
         this.proxy = front ?? this.replicas[0].proxy!;
         this.endpointCertificate = this.proxy.certificate;
@@ -147,9 +152,18 @@ export class SparkCluster extends pulumi.ComponentResource {
      * fabric check, Ray, its proxy where it has one, then memory gates, vLLM and its probe.
      */
     private replica(plan: ClusterPlan, names: ResourceNames, wiring: Wiring, args: ReplicaArgs, parent: pulumi.ComponentResourceOptions): ReplicaParts {
+        // 3a. Several replicas: out of the front proxy before anything of it stops (components/plan/rollout.ts); its containers follow.
+        const drain = args.rolling ? wiring.command(names.of("drain"), parent) : undefined;
+        drain?.stdout.apply(out => {
+            const d = lastJsonLine(out) as { replica: number; drainedAt: number; drainedUntil: number; stillRunning: number };
+            const waited = (d.drainedUntil - d.drainedAt).toFixed(1);
+            if (d.stillRunning > 0) pulumi.log.warn(`replica ${d.replica}: ${d.stillRunning} requests still running after the drain's ${waited} s (spark-vllm:rollout.drainSeconds); they end when it relaunches`, drain);
+            else pulumi.log.info(`replica ${d.replica} out of the endpoint; its running requests finished within ${waited} s`, drain);
+        });
+        const containers = args.containers();
         // Its value, which the fabric ranks (and head-then-copy's weights) carry in their triggers, is one digest of every
         // container's id: the ids themselves were N per follower (issue 17).
-        wiring.gate(names.of("containers"), parent, digest(pulumi.all(args.containers.map(c => c.container.id)).apply(ids => ids.join(","))));
+        wiring.gate(names.of("containers"), parent, digest(pulumi.all(containers.map(c => c.container.id)).apply(ids => ids.join(","))));
         // 4. The same weights on every host.
         const weights = new ModelWeights(names.of("weights"), { plan, names, wiring, hfToken: args.hfToken }, parent);
         // 5. Does the image's vLLM know the model? Seconds, before anything launches. Its warnings (a Ray without token
@@ -162,14 +176,6 @@ export class SparkCluster extends pulumi.ComponentResource {
         const ray = plan.backend === "ray" ? new RayCluster(names.of("ray"), { plan, names, wiring, token: args.rayToken! }, parent) : undefined;
         // 7b. The proxy in front of vLLM on the head: the key on stdin, never in a command line.
         const proxy = args.proxyHere();
-        // 7c. Several replicas: out of the front proxy before it relaunches (components/plan/rollout.ts).
-        const drain = args.rolling ? wiring.command(names.of("drain"), parent) : undefined;
-        drain?.stdout.apply(out => {
-            const d = lastJsonLine(out) as { replica: number; drainedAt: number; drainedUntil: number; stillRunning: number };
-            const waited = (d.drainedUntil - d.drainedAt).toFixed(1);
-            if (d.stillRunning > 0) pulumi.log.warn(`replica ${d.replica}: ${d.stillRunning} requests still running after the drain's ${waited} s (spark-vllm:rollout.drainSeconds); they end when it relaunches`, drain);
-            else pulumi.log.info(`replica ${d.replica} out of the endpoint; its running requests finished within ${waited} s`, drain);
-        });
         // 8. Memory on every host, vLLM, and a completion proven to work (through the proxy).
         const model = new ModelEndpoint(names.of("model"), { plan, names, wiring, apiKey: args.apiKey }, parent);
         // 10. Several replicas: back into the front proxy once proven.
@@ -180,7 +186,8 @@ export class SparkCluster extends pulumi.ComponentResource {
 
 /** What one replica's deployment is built from, besides its plan and names. */
 interface ReplicaArgs {
-    containers: VllmContainer[];
+    /** Builds the replica's containers (after its drain). */
+    containers: () => VllmContainer[];
     rayToken?: pulumi.Output<string>;
     apiKey: pulumi.Output<string>;
     hfToken?: pulumi.Input<string>;

@@ -61,6 +61,11 @@ export interface HostPlan {
      * its own image, and copies it to a worker (docker save | ssh docker load) unless it is there.
      */
     imageFromHead?: CommandPlan;
+    /**
+     * The image proof: compat in a throw-away container of the pulled image on this host, before any container of the
+     * cluster is created or replaced (hostCommands.ts imageCheck); an image change is checked while the old one serves.
+     */
+    imageCheck: CommandPlan;
     /** Ray backend only: the exact `ray start` argv, and the command that runs it in the container. */
     rayStartArgv?: string[];
     rayLaunch?: CommandPlan;

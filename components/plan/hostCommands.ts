@@ -500,7 +500,47 @@ export function rayProbe(spec: ClusterSpec): CommandPlan | undefined {
 
 /** The image runs on the head and its vLLM knows the model (compat.py). */
 export function compat(spec: ClusterSpec): CommandPlan {
-    const compatArgs = {
+    return {
+        create: withTimeout(120, dockerExec(headContainer(spec), tools(spec, ["compat", json(compatArgs(spec))]))),
+        timeoutSeconds: 120,
+    };
+}
+
+/**
+ * The image proof on one host, before any container of the cluster is created or replaced: compat.py in a throw-away
+ * container of the pulled image (`docker run --rm --pull never`: exactly the image the pull brought, never another
+ * pull), with this host's GPU and the model's cache and the helper program read-only, and no network. On an image
+ * change the old containers and vLLM keep serving while it runs; a refused image fails `up` here and leaves them as
+ * they were (issue 46). It checks what needs no model load: the image's vLLM and its version, its CUDA build on this
+ * GPU (a first kernel), what the backend needs (Ray, vLLM's mp launch) and, once the model's config.json is on the
+ * host (every image change, a first `up` of weights already present), the architecture. The fabric all-reduce is not
+ * part of it: beside a serving vLLM the rendezvous port (vllm.masterPort) is taken by an mp launch, and its traffic would
+ * share the fabric with the serving cluster's; it runs, as before, once the new containers are up (docs/operations.md).
+ */
+export function imageCheck(spec: ClusterSpec, host: HostSpec, owner?: Owner): CommandPlan {
+    const cache = spec.model.cacheDir, logDir = spec.logDir;
+    const args = {
+        ...compatArgs(spec),
+        // A first `up` that downloads the weights has no config.json yet: the image is checked, the model after the download.
+        modelIfPresent: true,
+    };
+    const run = [
+        "docker", "run", "--rm", "--pull", "never", "--gpus", "all", "--network", "none",
+        ...(owner ? ownerLabels(owner, spec).flatMap(([k, v]) => ["--label", `${k}=${v}`]) : []),
+        "--label", `spark-vllm.image-check=${host.name}`,
+        // The same HF_HOME as the host's container (containers.ts containerEnv), offline: nothing is fetched.
+        "-e", `HF_HOME=${cache}`, "-e", "HF_HUB_OFFLINE=1", "-e", `SPARK_VLLM_HOST=${host.name}`,
+        "-v", `${cache}:${cache}:ro`, "-v", `${logDir}:${logDir}:ro`,
+        "--entrypoint", "python3", spec.image.reference, toolsPath(spec), "compat", json(args),
+    ];
+    return { create: withTimeout(IMAGE_CHECK_SECONDS, argvLine(run)), timeoutSeconds: IMAGE_CHECK_SECONDS };
+}
+
+/** The image proof's bound: compat's own 120 s (compat below) and a container's start and removal. */
+const IMAGE_CHECK_SECONDS = 180;
+
+function compatArgs(spec: ClusterSpec) {
+    return {
         model: spec.model.id,
         cacheDir: spec.model.cacheDir,
         trustRemoteCode: spec.model.trustRemoteCode,
@@ -509,10 +549,6 @@ export function compat(spec: ClusterSpec): CommandPlan {
         backend: spec.vllm.backend,
         // testBed.cpuVllm: no CUDA device, so no GPU kernel checks (compat.py image_checks).
         ...(spec.testBed?.cpuVllm ? { device: "cpu" } : {}),
-    };
-    return {
-        create: withTimeout(120, dockerExec(headContainer(spec), tools(spec, ["compat", json(compatArgs)]))),
-        timeoutSeconds: 120,
     };
 }
 

@@ -8,11 +8,11 @@
 /** The name index.ts gives its SparkCluster; every resource name of the program starts with it. */
 export const CLUSTER = "spark";
 
-export const HOST_ROLES = ["docker", "tools", "preflight", "image", "container", "weights", "fabric", "ray", "memory", "vllm", "loaded"] as const;
+export const HOST_ROLES = ["docker", "tools", "preflight", "image", "image-check", "container", "weights", "fabric", "ray", "memory", "vllm", "loaded"] as const;
 export type HostRole = (typeof HOST_ROLES)[number];
 
 export const CLUSTER_ROLES = [
-    "api-key", "ray-token", "preflights", "images", "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
+    "api-key", "ray-token", "preflights", "images", "image-checks", "containers", "fabric", "weights", "weights-source", "weights-token", "compat", "ray", "ray-head", "ray-probe", "model", "vllm-launch", "endpoint-probe", "serving-proof",
     // The endpoint proxy on the head: its component, its container, its image, its certificate, its configuration; and a
     // given certificate (endpoint.tls "given"), whose digest replaces the certificate's files when it changes.
     "endpoint-proxy", "proxy", "proxy-pull", "proxy-tls", "proxy-conf", "proxy-cert",

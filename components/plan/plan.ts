@@ -11,7 +11,7 @@ import { containerPlan } from "./containers";
 import { REPLICA_LABEL, replicaGroups } from "./replicas";
 import { replicaRollouts } from "./rollout";
 import {
-    compat, endpointProbe, endpointScheme, fabricRank, imageFromHead, memoryAfterLoad, memoryGate, packTools, preflight, rayLaunch, rayProbe,
+    compat, endpointProbe, endpointScheme, fabricRank, imageCheck, imageFromHead, memoryAfterLoad, memoryGate, packTools, preflight, rayLaunch, rayProbe,
     rayStartArgv, servingProof, toolsInstall, vllmFiles, vllmLaunch, vllmServeArgv, weights, weightsSource,
 } from "./hostCommands";
 
@@ -28,7 +28,8 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             const own = front ? g.spec : { ...g.spec, endpoint: { ...g.spec.endpoint, tls: "none" as const } };
             const plan = planCluster(own, toolsContent, opts);
             const shape = front ? { replicas: servers }
-                : { listen: [`127.0.0.1:${spec.vllm.port}`, `${g.hosts[0].fabric.address}:${spec.vllm.port}`] };
+                // The front brings it every client's requests from its own fabric address: not counted per client.
+                : { listen: [`127.0.0.1:${spec.vllm.port}`, `${g.hosts[0].fabric.address}:${spec.vllm.port}`], unlimited: [spec.hosts[0].fabric.address] };
             // Each container says which replica it serves (the policies judge each replica's parallelism and memory by it).
             const hosts = plan.hosts.map(h => ({ ...h, container: { ...h.container, labels: [...h.container.labels, [REPLICA_LABEL, String(g.index)] as [string, string]] } }));
             return { ...plan, hosts, head: hosts[0], proxy: { ...plan.proxy, config: { ...proxyConfig(own, shape), stdin: "apiKey" as const } },
@@ -52,6 +53,7 @@ export function planCluster(spec: ClusterSpec, toolsContent: string = toolsProgr
             preflight: preflight(spec, host, owner),
             weights: weights(spec, host, opts.hfToken ?? false),
             imageFromHead: imageFromHead(spec, host),
+            imageCheck: imageCheck(spec, host, owner),
             ...(ray ? { rayStartArgv: ray, rayLaunch: rayLaunch(spec, containerName(host.name), ray, role) } : {}),
             ...(headless ? { vllmServeArgv: headless, vllmLaunch: vllmLaunch(spec, host, headless, false) } : {}),
             memoryGate: memoryGate(spec, host, owner),

@@ -147,7 +147,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const launch = (host: HostSpec) => [sshTarget(host)];
 
     const head = plan.head.host;
-    const hosts = plan.hosts;
+    const hosts = plan.hosts, allHosts = plan.hosts;
     const replicas = plan.replicas ?? [plan];
     // Several replicas: the front proxy's host (the first) and its container, where each replica's drain and undrain run.
     const front = head, frontProxy = n.of("proxy");
@@ -182,22 +182,16 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     });
     add({ name: n.of("images"), type: GATE, inputs: {}, dependsOn: images, replacedBy: images });
 
-    // 3. Containers, once every host has passed and holds the agreed image (through the gate: every image). The other
-    // hosts' containers wait for the head's: replaced together (a new image), the real engine deletes the launches they
-    // share (vLLM, the Ray head) in the chain of the first to register only (pulumi/pulumi step_generator.go,
-    // sg.pendingDeletes), so a worker's container registering first stopped the head's container while vLLM's delete
-    // still ran in it (`Process exited with status 137`, issue 37). Registering the head's first, its chain stops
-    // every launch that depends on it before any container goes.
-    // Several replicas: each container waits for its own replica's head's (the launches it shares are that replica's).
-    const groupHead = new Map(replicas.flatMap(r => r.hosts.map(h => [h.host.name, r.head.host.name] as const)));
-    hosts.forEach((h, i) => {
-        const itsHead = groupHead.get(h.host.name)!;
-        add({ name: n.host(h.host.name, "container"), type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
-            inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
-            dependsOn: [images[i], n.of("images"), ...(itsHead !== h.host.name ? [n.host(itsHead, "container")] : [])], replacedBy: [n.of("images")] });
-    });
+    // 2b. The image proven on every host (a throw-away container: hostCommands.ts imageCheck) before any container is
+    // created or replaced: a container registers only once every proof passed, and the real engine stops what depends
+    // on a replaced container only when that container registers (pulumi/pulumi pkg/resource/deploy/step_generator.go:
+    // a delete-before-replace deletes its dependents in the replacement's own steps). So a refused image fails `up` here,
+    // with the old containers, vLLM and the endpoint untouched (issue 46). Again for every new image (the gate's digest).
+    const imageChecks = hosts.map(h => n.host(h.host.name, "image-check"));
+    hosts.forEach((h, i) => command(imageChecks[i], h.host, h.imageCheck, { dependsOn: [images[i], n.of("images")], replacedBy: [n.of("images")] }));
+    add({ name: n.of("image-checks"), type: GATE, inputs: {}, dependsOn: imageChecks });
 
-    // The endpoint proxy goes before the replicas with several (every replica's probe follows it); with one, where it always was.
+    // The endpoint proxy goes before the replicas with several (every replica's probe and drain follows it); with one, where it always was.
     // Several replicas: the first's proxy is the front (named as the one proxy is); each other replica's own proxy on
     // its head comes with that replica, and its probe goes through it.
     const single = replicas.length === 1;
@@ -221,6 +215,36 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         const hosts = plan.hosts;
         const workers = hosts.slice(1);
         const containers = hosts.map(h => n.host(h.host.name, "container"));
+        // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
+        const formed = plan.backend === "ray" ? n.of("ray-probe") : containers[0];
+
+        // 3a. Several replicas: this replica out of the front proxy before anything of it stops: before its containers are
+        // replaced (a new image or container setting) and before it relaunches. Whenever one of them would: the digest of
+        // what its containers and launches are made from (their planned inputs, launch texts, SSH targets), a new image
+        // (the images gate), Ray's token, the key. Only what comes before its containers: they follow it.
+        const drain = n.of("drain");
+        if (rollout) command(drain, front, rollout.drain, {
+            triggers: [sha256(JSON.stringify(hosts.map(h => [
+                containerInputs(h.container, h.container.image), h.vllmLaunch?.create ?? null, h.rayLaunch?.create ?? null, sshTarget(h.host), h.host.ssh.hostKey ?? null,
+            ]).concat([plan.vllmLaunch.create])))],
+            dependsOn: [frontProxy, ...(rollout.after ? [rollout.after] : [])],
+            replacedBy: [n.of("images"), n.of("api-key"), ...(plan.backend === "ray" ? [n.of("ray-token")] : [])] });
+
+        // 3. Containers, once every host has passed and holds the agreed, proven image (through the gates). The other
+        // hosts' containers wait for the head's: replaced together (a new image), the real engine deletes the launches they
+        // share (vLLM, the Ray head) in the chain of the first to register only (pulumi/pulumi step_generator.go,
+        // sg.pendingDeletes), so a worker's container registering first stopped the head's container while vLLM's delete
+        // still ran in it (`Process exited with status 137`, issue 37). Registering the head's first, its chain stops
+        // every launch that depends on it before any container goes.
+        // Several replicas: each replica's containers wait for its drain, so a new image rolls replica by replica as a
+        // relaunch does (issue 46): replica k's containers go only once replica k-1 is proven and back in the front.
+        hosts.forEach((h, i) => {
+            const imageIndex = allHosts.findIndex(a => a.host.name === h.host.name);
+            add({ name: containers[i], type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
+                inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
+                dependsOn: [images[imageIndex], n.of("images"), n.of("image-checks"), ...(i > 0 ? [containers[0]] : []), ...(rollout ? [drain] : [])],
+                replacedBy: [n.of("images")] });
+        });
         add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });
 
         // 4. Weights: the head's first, then the workers'; all must agree. head-then-copy: the head's server runs in the
@@ -268,17 +292,8 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
                     triggers: launch(w.host), dependsOn: [container(w.host), n.of("ray-head")], replacedBy: [container(w.host), n.of("ray-head"), n.of("ray-token")] });
             command(n.of("ray-probe"), head, plan.rayProbe!, { dependsOn: rays, replacedBy: rays });
     }
-    // What every vLLM launch follows: Ray formed (ray), else the head's container (mp, one host).
-    const formed = plan.backend === "ray" ? n.of("ray-probe") : container(head);
 
     proxyHere();
-
-    // 7c. Several replicas: this replica out of the front proxy before it relaunches, whenever it relaunches: the digest
-    // of its launches' text (as its memory gates' triggers), a replaced container (its gate), Ray formed again, a new key.
-    const drain = n.of("drain");
-    if (rollout) command(drain, front, rollout.drain, {
-        triggers: [sha256([plan.vllmLaunch.create, ...hosts.flatMap(h => h.vllmLaunch ? [h.vllmLaunch.create] : [])].join("\n"))],
-        dependsOn: [frontProxy, ...(rollout.after ? [rollout.after] : [])], replacedBy: [n.of("containers"), formed, n.of("api-key")] });
 
     // 8. vLLM: on every host, drop the page cache and check free memory; then the launches; then the probe.
     // A gate re-runs whenever vLLM is launched again (it follows what the launches follow, and their text's digest is

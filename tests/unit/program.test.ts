@@ -37,9 +37,9 @@ for (const [hosts, tp, pp] of [[1, 1, 1], [2, 2, 1], [4, 4, 1], [4, 2, 2]] as co
         assert.equal(count("spark-vllm:index:EndpointProxy"), 1);
         // the API key; with Ray, the cluster's Ray token too
         assert.equal(count("random:index/randomPassword:RandomPassword"), hosts > 1 ? 2 : 1);
-        // per host: tools + preflight + weights + memory gate + memory after the load; compat, vllm launch, endpoint probe, serving proof, the proxy's configuration;
-        // two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
-        assert.equal(count("command:remote:Command"), 5 * hosts + 5 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
+        // per host: tools + preflight + image proof + weights + memory gate + memory after the load; compat, vllm launch, endpoint probe, serving
+        // proof, the proxy's configuration; two or more hosts: a fabric rank per host, and Ray's head launch, probe and one launch per worker
+        assert.equal(count("command:remote:Command"), 6 * hosts + 5 + (hosts > 1 ? hosts + 2 + (hosts - 1) : 0));
         assert.equal(count("spark-vllm:index:FabricCheck"), hosts > 1 ? 1 : 0);
         const serve = named(resources, n.of("vllm-launch")).inputs.create as string;
         assert.match(serve, new RegExp(`--tensor-parallel-size ${tp} --pipeline-parallel-size ${pp} `));
@@ -141,7 +141,9 @@ test("triggers: a vLLM flag changes the vLLM launch and the memory gates before 
     assert.deepEqual(changed(evaluateWithMocks(flag).resources), [n.host("spark-a", "memory"), n.host("spark-b", "memory"), n.of("vllm-launch")]);
     assert.deepEqual(changed(evaluateWithMocks(image).resources),
         // The memory gates' flush can fall back to a throw-away container of the image: it names the image.
-        ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-a-memory", "spark-spark-b-container", "spark-spark-b-image", "spark-spark-b-memory"]);
+        // The image proof on each host runs the new image in a throw-away container: it names the image too.
+        ["spark-spark-a-container", "spark-spark-a-image", "spark-spark-a-image-check", "spark-spark-a-memory",
+            "spark-spark-b-container", "spark-spark-b-image", "spark-spark-b-image-check", "spark-spark-b-memory"]);
     // Under mocks ids do not change; what carries a replacement downstream is the trigger on the container id:
     for (const name of [n.of("ray-head"), n.of("compat")])
         assert.ok(named(a, name).inputs.triggers.includes("spark-spark-a-container-id"), `${name} is triggered by the head container`);

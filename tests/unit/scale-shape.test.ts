@@ -17,7 +17,7 @@ const n = resourceNames();
 const NS = "spark-vllm:";
 /** The gates, and the resources that must gather every host: the only lists that may grow with the hosts. */
 const GATHERERS = new Set([
-    n.of("preflights"), n.of("images"), n.of("containers"), n.of("weights"), // gates: one edge in per host
+    n.of("preflights"), n.of("images"), n.of("image-checks"), n.of("containers"), n.of("weights"), // gates: one edge in per host
     n.of("compat"), // runs once every host's weights are in place (and they agree)
     n.of("ray-head"), // starts once every host's fabric rank has passed
     n.of("ray-probe"), // waits for every Ray node
@@ -74,7 +74,7 @@ for (const [variant, change] of VARIANTS)
         const grew = growing(small, large);
         assert.deepEqual(grew.filter(g => !GATHERERS.has(g.slice(0, g.indexOf(".")))), [], "lists that grow with the hosts");
         // The gates really gather: each waits for its resource on every host.
-        for (const gate of [n.of("preflights"), n.of("images"), n.of("containers"), n.of("weights")])
+        for (const gate of [n.of("preflights"), n.of("images"), n.of("image-checks"), n.of("containers"), n.of("weights")])
             assert.equal(large.get(gate)?.dependsOn, 12, `${gate} waits for every host`);
         // And what used to wait for every host by name now waits for the gate: a handful of names each.
         for (const [k, row] of large) if (!GATHERERS.has(k)) assert.ok(row.dependsOn <= 4 && row.replacedBy <= 4, `${k}: ${JSON.stringify(row)}`);

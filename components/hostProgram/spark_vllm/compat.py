@@ -17,6 +17,8 @@ def compat(args):
     snap = snapshot_dir(args["cacheDir"], model)
     config_path = snap and os.path.join(snap, "config.json")
     if not config_path or not os.path.isfile(config_path):
+        if args.get("modelIfPresent"):
+            return image_only(args, started)
         fail(["%s: config.json not found under %s/hub on the head: put the weights there first "
               "(huggingface-cli download %s) or set spark-vllm:model.weights" % (model, args["cacheDir"], model)])
     with open(config_path) as f:
@@ -71,6 +73,32 @@ def compat(args):
         say("model_type %r of %s: transformers %s's AutoConfig reads it" % (model_type, model, tf_version))
     say(json.dumps(dict(image_facts, model=model, architectures=archs, modelType=model_type, vllmVersion=version,
                         transformers=tf_version, modelTypeKnownBy=known_by, seconds=round(time.time() - started, 2)), sort_keys=True))
+
+
+def image_only(args, started):
+    """The image proof of a host whose cache holds no config.json of the model yet (a first `up` that downloads it):
+    what needs no model (the image's vLLM, its CUDA build on this GPU, what the backend needs); the model's
+    architecture is checked by compat in the head's container once the weights are there."""
+    try:
+        import vllm
+        version = getattr(vllm, "__version__", "unknown")
+    except Exception as e:  # an image without vLLM is a configuration error, not a crash
+        fail(["the image has no importable vLLM (%s: %s): use a vLLM image in spark-vllm:image" % (type(e).__name__, e)])
+    problems = []
+    declared = args.get("declaredVllmVersion")
+    if declared and declared != version:
+        problems.append("spark-vllm:vllm.version says %s but the image's vLLM is %s: correct the config" % (declared, version))
+    image_problems, image_facts = image_checks(args.get("backend", "ray"), version, args.get("device", "cuda"))
+    problems += image_problems
+    if problems:
+        fail(problems)
+    image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray"))
+    for w in image_facts["warnings"]:
+        say("warning: " + w)
+    say("%s: no config.json on this host yet: the model's architecture is checked once its weights are in place"
+        % args["model"])
+    say(json.dumps(dict(image_facts, model=args["model"], vllmVersion=version, modelChecked=False,
+                        seconds=round(time.time() - started, 2)), sort_keys=True))
 
 
 def vllm_config_registry():

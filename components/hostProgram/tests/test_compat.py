@@ -305,6 +305,29 @@ class Compat(unittest.TestCase):
         code, _, err = self.compat_with(None, dict(self.args, model="nobody/absent"))
         self.assertTrue(err[0].startswith("nobody/absent: config.json not found under %s/hub on the head" % self.cache), err)
 
+    def test_an_image_proof_before_the_weights_checks_the_image_and_says_the_model_waits(self):
+        # The image proof of a first `up` (components/plan/hostCommands.ts imageCheck): no config.json on the host yet.
+        args = dict(self.args, model="nobody/not-yet", modelIfPresent=True)
+        code, out, err = self.compat_with(fake_vllm("0.17.1", []), args)
+        self.assertEqual((code, err), (0, []))
+        self.assertIn("nobody/not-yet: no config.json on this host yet: the model's architecture is checked once its weights are in place", out)
+        facts = json.loads(out[-1])
+        self.assertEqual((facts["modelChecked"], facts["kernels"], facts["vllmVersion"]), (False, "sm_120", "0.17.1"))
+
+    def test_an_image_proof_before_the_weights_still_refuses_an_image_that_cannot_run_here(self):
+        old = fake_torch(arch_list=["sm_80", "sm_90"])
+        args = dict(self.args, model="nobody/not-yet", modelIfPresent=True)
+        code, _, err = self.compat_with(fake_vllm("0.17.1", []), args, torch=old)
+        self.assertEqual(code, 1)
+        self.assertIn("cannot run on this GPU (compute capability 12.1)", err[0])
+        code, _, err = self.compat_with(None, args)
+        self.assertTrue(err[0].startswith("the image has no importable vLLM"), err)
+
+    def test_an_image_proof_with_the_weights_present_checks_the_model_too(self):
+        code, _, err = self.compat_with(fake_vllm("0.14.0", ["LlamaForCausalLM"]), dict(self.args, modelIfPresent=True))
+        self.assertEqual(code, 1)
+        self.assertIn("needs architecture Qwen3_5MoeForConditionalGeneration, which vLLM 0.14.0 in this image does not support", err[0])
+
 
 if __name__ == "__main__":
     unittest.main()
