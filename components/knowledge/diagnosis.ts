@@ -577,7 +577,40 @@ export function contextAround(log: string, lineText: string, before = 10, after 
     return lines.slice(Math.max(0, at - before), at + after + 1);
 }
 
+/** A host kernel owners found broken, checked by the preflight on every host before anything launches. */
+export interface KnownBadKernel {
+    /** `uname -r`, exactly. */
+    release: string;
+    /** The diagnosis kind its failure shows up as, when it does launch. */
+    kind: string;
+    /**
+     * When the preflight refuses the host: `cmaFreeAboveTotal` (/proc/meminfo's CmaFree larger than CmaTotal, the tell
+     * owners found) refuses with it and warns without it; `always` refuses.
+     */
+    refuse: "cmaFreeAboveTotal" | "always";
+    symptom: string;
+    fix: string;
+    source: string;
+}
+
+/** Known-bad host kernels (issue 47); the preflight (components/hostProgram/spark_vllm/preflight.py) reads this table. */
+export const KNOWN_BAD_KERNELS: readonly KnownBadKernel[] = [
+    {
+        release: "7.0.0-1019-nvidia",
+        kind: "rdma-kernel-regression",
+        refuse: "cmaFreeAboveTotal",
+        symptom: "NCCL's ibv_reg_mr_iova2 fails with ENOMEM (Cannot allocate memory) at init, so no model can load across hosts",
+        fix: "add the kernel parameter kho=off (only where /sys/kernel/kexec_crash_size is 0) and reboot, or boot 6.17.0-1032-nvidia",
+        source: "MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#259, eugr/spark-vllm-docker#389 and #392, MiaAI-Lab/DeepSeek-v4.1-Flash-DGX-Sparks#14",
+    },
+];
+
 /** The catalog and line syntax as JSON data, for the helper's Python twin (components/hostProgram/spark_vllm/diagnosis.py). */
-export function diagnosisData(): { catalog: readonly CatalogEntry[]; syntax: typeof LOG_SYNTAX; maxLineChars: number } {
-    return { catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX, maxLineChars };
+export function diagnosisData(): {
+    catalog: readonly CatalogEntry[];
+    syntax: typeof LOG_SYNTAX;
+    maxLineChars: number;
+    knownBadKernels: readonly KnownBadKernel[];
+} {
+    return { catalog: DIAGNOSIS_CATALOG, syntax: LOG_SYNTAX, maxLineChars, knownBadKernels: KNOWN_BAD_KERNELS };
 }

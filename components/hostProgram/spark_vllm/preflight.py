@@ -8,6 +8,7 @@ import shutil
 import stat
 
 from spark_vllm.common import fail, read_file, run, say
+from spark_vllm.data import data
 from spark_vllm.ownership import ownership_problems
 
 PLATFORMS = {"aarch64": "linux/arm64", "arm64": "linux/arm64", "x86_64": "linux/amd64"}
@@ -146,6 +147,79 @@ def parse_meminfo(text):
 
 def memory_facts():
     return parse_meminfo(read_file("/proc/meminfo") or "")
+
+
+def parse_cma(text):
+    """/proc/meminfo's CmaTotal and CmaFree in bytes (None where absent: a kernel without CONFIG_CMA)."""
+    info = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("CmaTotal", "CmaFree") and rest.split():
+            info[key] = int(rest.split()[0]) * 1024
+    return {"cmaTotalBytes": info.get("CmaTotal"), "cmaFreeBytes": info.get("CmaFree")}
+
+
+def kernel_facts():
+    """The kernel release (uname -r) and the CMA lines: on 7.0.0-1019-nvidia, CmaFree larger than CmaTotal is the tell
+    of the Kexec HandOver scratch area that breaks NCCL's memory registration (MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#259)."""
+    facts = {"release": platform.release()}
+    facts.update(parse_cma(read_file("/proc/meminfo") or ""))
+    return facts
+
+
+# The driver's out-of-memory (`NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051)
+# returned from _memdescAllocInternal(pMemDesc) @ mem_desc.c:1359`, NVIDIA/open-gpu-kernel-modules#1358) and Xid lines
+# (`NVRM: Xid (PCI:...): <n>, ...`) in the kernel log since boot.
+KERNEL_LOG_SHOWN = 3
+
+
+def parse_kernel_log(text):
+    nvrm_oom, xid = [], []
+    for line in text.splitlines():
+        if "NVRM" not in line and "NV_ERR_NO_MEMORY" not in line:
+            continue
+        if "NV_ERR_NO_MEMORY" in line:
+            nvrm_oom.append(line.strip())
+        elif "Xid" in line:
+            xid.append(line.strip())
+    return {"readable": True, "nvrmNoMemory": len(nvrm_oom), "nvrmNoMemoryLines": nvrm_oom[:KERNEL_LOG_SHOWN],
+            "xid": len(xid), "xidLines": xid[:KERNEL_LOG_SHOWN]}
+
+
+def kernel_log_facts():
+    """NVRM out-of-memory and Xid lines in the kernel log since boot, if this user may read it (journalctl -k, else
+    dmesg); {"readable": False} where neither answers."""
+    for argv in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-monotonic", "-q"], ["dmesg"]):
+        code, out, _ = run(argv, timeout=20)
+        if code == 0:
+            return parse_kernel_log(out)
+    return {"readable": False}
+
+
+def host_kernel_problems(host, kernel, kernel_log, table=None):
+    """Refusals and warnings from the known-bad kernel table (components/knowledge/diagnosis.ts KNOWN_BAD_KERNELS) and the
+    kernel log; each line names the host, what breaks and the fix."""
+    if table is None:
+        table = data()["diagnosis"].get("knownBadKernels", [])
+    problems, warnings = [], []
+    total, free = kernel.get("cmaTotalBytes"), kernel.get("cmaFreeBytes")
+    cma_tell = total is not None and free is not None and free > total
+    for bad in table:
+        if kernel.get("release") != bad["release"]:
+            continue
+        line = "%s: kernel %s: %s (%s); fix: %s" % (host, bad["release"], bad["symptom"], bad["source"], bad["fix"])
+        if bad["refuse"] == "always" or cma_tell:
+            if cma_tell:
+                line = "%s: kernel %s with CmaFree %d kB larger than CmaTotal %d kB: %s (%s); fix: %s" % (
+                    host, bad["release"], free // 1024, total // 1024, bad["symptom"], bad["source"], bad["fix"])
+            problems.append(line)
+        else:
+            warnings.append(line + " (CmaFree is not above CmaTotal here, so it may not bite)")
+    if kernel_log.get("nvrmNoMemory"):
+        problems.append("%s: the GPU driver ran out of memory since boot (%d NVRM NV_ERR_NO_MEMORY lines in the kernel log, "
+                        "first: %s); a GB10 in this state often wedges under the next load (NVIDIA/open-gpu-kernel-modules#1358): "
+                        "reboot this host first" % (host, kernel_log["nvrmNoMemory"], kernel_log["nvrmNoMemoryLines"][0]))
+    return problems, warnings
 
 
 # Issue 41: model.cacheDir is mounted into every vLLM container, whose root loads code from under it: vLLM's
@@ -359,6 +433,10 @@ def preflight(args):
     hcas = hca_facts(fabric["hcas"])
     hca_errors, warnings = hca_problems(host, hcas)
     problems += hca_errors
+    kernel, kernel_log = kernel_facts(), kernel_log_facts()
+    kernel_errors, kernel_warnings = host_kernel_problems(host, kernel, kernel_log)
+    problems += kernel_errors
+    warnings += kernel_warnings
     for w in warnings:
         say("warning: " + w)
     disk = None
@@ -372,7 +450,7 @@ def preflight(args):
                         % (host, args["cacheDir"]))
     facts = {"host": host, "arch": machine, "platform": arch, "gpus": gpus, "docker": docker_version,
              "nvidiaRuntime": nvidia_runtime, "fabric": iface, "hcas": hcas, "warnings": warnings, "disk": disk,
-             "memory": memory_facts()}
+             "memory": memory_facts(), "kernel": kernel, "kernelLog": kernel_log}
     say(json.dumps(facts, sort_keys=True))
     if problems:
         fail(problems)

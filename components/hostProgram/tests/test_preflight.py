@@ -83,12 +83,17 @@ class Parsing(unittest.TestCase):
 
 
 class Preflight(unittest.TestCase):
+    kernel = {"release": "6.17.0-1032-nvidia", "cmaTotalBytes": 0, "cmaFreeBytes": 0}
+    kernel_log = {"readable": True, "nvrmNoMemory": 0, "nvrmNoMemoryLines": [], "xid": 0, "xidLines": []}
+
     def run_preflight(self, args, gpus, docker, iface):
         out, err = io.StringIO(), io.StringIO()
         with mock.patch.object(pf, "gpu_facts", return_value=gpus), \
                 mock.patch.object(pf, "docker_facts", return_value=docker), \
                 mock.patch.object(pf, "iface_facts", return_value=iface), \
                 mock.patch.object(pf.platform, "machine", return_value="aarch64"), \
+                mock.patch.object(pf, "kernel_facts", return_value=self.kernel), \
+                mock.patch.object(pf, "kernel_log_facts", return_value=self.kernel_log), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 pf.preflight(args)
@@ -122,6 +127,76 @@ class Preflight(unittest.TestCase):
             "spark-b: interface enp1s0f1np1 carries 10.0.0.5, not 192.168.100.11: fix spark-vllm:hosts[].fabric.address or the netplan",
             "spark-b: model cache directory /nonexistent/cache does not exist: create it (mkdir -p) or fix spark-vllm:model.cacheDir",
         ])
+
+
+# Issue 47: what owners' Sparks reported in 2026 (components/knowledge/diagnosis.ts KNOWN_BAD_KERNELS).
+# /proc/meminfo as MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#259 quotes it on 7.0.0-1019-nvidia.
+MEMINFO_1019 = "MemTotal:       127601452 kB\nMemFree:        92274688 kB\nCmaTotal:              0 kB\nCmaFree:          940604 kB\n"
+# NVIDIA/dgx-spark-playbooks#116's line (one line in the kernel log), and an Xid line in the driver's format.
+NVRM_OOM = ("[  812.402081] NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned "
+            "from _memdescAllocInternal(pMemDesc) @ mem_desc.c:1359")
+
+
+class HostKernel(unittest.TestCase):
+    def test_cma_lines_in_bytes_and_absent_without_cma(self):
+        self.assertEqual(pf.parse_cma(MEMINFO_1019), {"cmaTotalBytes": 0, "cmaFreeBytes": 940604 * 1024})
+        self.assertEqual(pf.parse_cma("MemTotal: 1 kB\n"), {"cmaTotalBytes": None, "cmaFreeBytes": None})
+
+    def test_kernel_log_counts_driver_oom_and_xid(self):
+        text = "\n".join(["[    1.0] usb 1-4: new device", NVRM_OOM, NVRM_OOM,
+                         "[  900.1] NVRM: Xid (PCI:000f:01:00): 31, pid=4242, name=python3, Ch 00000008"])
+        log = pf.parse_kernel_log(text)
+        self.assertEqual((log["nvrmNoMemory"], log["xid"]), (2, 1))
+        self.assertEqual(log["nvrmNoMemoryLines"][0], NVRM_OOM.strip())
+        self.assertEqual(pf.parse_kernel_log("nothing\n")["nvrmNoMemory"], 0)
+
+    def test_7_0_0_1019_with_cma_free_above_total_is_refused_naming_host_and_fix(self):
+        kernel = dict(release="7.0.0-1019-nvidia", **pf.parse_cma(MEMINFO_1019))
+        problems, warnings = pf.host_kernel_problems("spark-b", kernel, {"readable": True, "nvrmNoMemory": 0})
+        self.assertEqual(warnings, [])
+        self.assertEqual(len(problems), 1)
+        p = problems[0]
+        self.assertTrue(p.startswith("spark-b: kernel 7.0.0-1019-nvidia with CmaFree 940604 kB larger than CmaTotal 0 kB: "), p)
+        for word in ("ibv_reg_mr_iova2", "kho=off", "kexec_crash_size", "6.17.0-1032-nvidia", "#259"):
+            self.assertIn(word, p)
+
+    def test_7_0_0_1019_without_the_tell_only_warns_and_other_kernels_pass(self):
+        kernel = {"release": "7.0.0-1019-nvidia", "cmaTotalBytes": 32 << 20, "cmaFreeBytes": 0}
+        problems, warnings = pf.host_kernel_problems("spark-a", kernel, {"readable": True, "nvrmNoMemory": 0})
+        self.assertEqual(problems, [])
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("may not bite", warnings[0])
+        for kernel in ({"release": "6.17.0-1032-nvidia", "cmaTotalBytes": 0, "cmaFreeBytes": 940604 * 1024},
+                       {"release": "7.0.0-1019-nvidia", "cmaTotalBytes": None, "cmaFreeBytes": None}):
+            problems, _ = pf.host_kernel_problems("spark-a", kernel, {"readable": False})
+            self.assertEqual(problems, [], kernel)
+
+    def test_the_table_comes_from_the_typescript_catalog(self):
+        table = pf.data()["diagnosis"]["knownBadKernels"]
+        self.assertEqual([k["release"] for k in table], ["7.0.0-1019-nvidia"])
+        self.assertEqual(table[0]["kind"], "rdma-kernel-regression")
+
+    def test_driver_oom_since_boot_refuses_with_reboot_this_host_first(self):
+        log = pf.parse_kernel_log(NVRM_OOM + "\n")
+        problems, _ = pf.host_kernel_problems("spark-b", {"release": "6.17.0-1032-nvidia"}, log, table=[])
+        self.assertEqual(len(problems), 1)
+        self.assertTrue(problems[0].startswith("spark-b: the GPU driver ran out of memory since boot (1 NVRM NV_ERR_NO_MEMORY"))
+        self.assertTrue(problems[0].endswith("reboot this host first"))
+
+    def test_preflight_reports_the_kernel_facts_and_refuses_a_bad_kernel(self):
+        with tempfile.TemporaryDirectory() as cache:
+            args = {"host": "spark-b", "platform": "linux/arm64", "gpus": 1, "cacheDir": cache,
+                    "fabric": {"interface": "enp1s0f1np1", "address": "192.168.100.11", "hcas": []}}
+            iface = {"name": "enp1s0f1np1", "exists": True, "up": True, "addresses": ["192.168.100.11"], "hasAddress": True}
+            run = Preflight("run_preflight")
+            run.kernel = dict(release="7.0.0-1019-nvidia", **pf.parse_cma(MEMINFO_1019))
+            code, facts, err = run.run_preflight(args, ([{"name": "NVIDIA GB10"}], None), ("28.5.1", True, None), iface)
+        self.assertEqual(code, 1)
+        self.assertEqual(facts["kernel"]["release"], "7.0.0-1019-nvidia")
+        self.assertEqual(facts["kernel"]["cmaFreeBytes"], 940604 * 1024)
+        self.assertEqual(facts["kernelLog"]["nvrmNoMemory"], 0)
+        self.assertEqual(len(err), 1)
+        self.assertIn("kho=off", err[0])
 
 
 if __name__ == "__main__":
