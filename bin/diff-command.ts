@@ -126,24 +126,26 @@ export function endpointImpact(before: ClusterPlan, after: ClusterPlan, changes:
     const op = (name: string) => changes.find(c => c.name === name)?.op ?? "same";
     const all = Array.from({ length: replicas }, (_, i) => i + 1);
     const relaunched = all.filter(k => ["replace", "create", "delete"].includes(op(launchOf(k))));
-    if (relaunched.length === 0) return { replicas, relaunched, staysUp: true, text: "vLLM is not relaunched: serving goes on" };
+    // A new image is proven on every host in a throw-away container before anything stops (components/plan/hostCommands.ts
+    // imageCheck): a refused one fails `up` with the old version serving as it was.
+    const proven = after.hosts.some(h => ["replace", "create"].includes(op(resourceNames().host(h.host.name, "image-check"))));
+    const proof = proven ? "the new image is first proven on every host in a throw-away container while the old version serves " +
+        "(a refused image fails up and changes nothing); then " : "";
+    if (relaunched.length === 0) return { replicas, relaunched, staysUp: true, text: `${proof}vLLM is not relaunched: serving goes on` };
     if (before.spec.replicas !== replicas)
-        return { replicas, relaunched, staysUp: false, text: `the replicas change (${before.spec.replicas} → ${replicas}): every replica is deployed anew and the endpoint stops serving until the new ones are proven` };
+        return { replicas, relaunched, staysUp: false, text: `${proof}the replicas change (${before.spec.replicas} → ${replicas}): every replica is deployed anew and the endpoint stops serving until the new ones are proven` };
     if (replicas === 1)
-        return { replicas, relaunched, staysUp: false, text: "vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven (one replica)" };
-    // A relaunch rolls (components/plan/rollout.ts: each replica drained, relaunched, proven and put back before the next's
-    // drain), but a replaced container stops its replica's vLLM when the container goes, before any drain: containers are
-    // replaced together (a new image, a container setting), so replicas whose containers all go at once are down together.
+        return { replicas, relaunched, staysUp: false, text: `${proof}vLLM relaunches: the endpoint stops serving until the model has loaded again and is proven ` +
+            "(one replica: down from the old vLLM's stop for about the model's load time)" };
+    // Each replica's containers follow its drain (components/plan/resources.ts), so a new image or container setting rolls
+    // as a relaunch does (components/plan/rollout.ts: each replica drained, replaced, relaunched, proven and put back
+    // before the next's drain).
     const containerGoes = (k: number) => (after.replicas ?? [after])[k - 1].hosts.some(h => ["replace", "create", "delete"].includes(op(resourceNames().host(h.host.name, "container"))));
-    const atOnce = all.filter(containerGoes);
     const list = (ks: number[]) => `replica${ks.length === 1 ? "" : "s"} ${ks.join(", ")}`;
-    if (atOnce.length === replicas)
-        return { replicas, relaunched, staysUp: false, text: `${list(relaunched)} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}, and every replica's container is replaced at once ` +
-            `(a new image or container setting is not rolled): the endpoint stops serving until one has loaded again` };
-    const rolled = relaunched.filter(k => !atOnce.includes(k));
-    return { replicas, relaunched, staysUp: true, text: `${list(relaunched)} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
-        (atOnce.length > 1 ? ` (${list(atOnce)} at once: their containers are replaced)` : "") +
-        (rolled.length > 1 ? `, ${list(rolled)} one at a time (each taken out of the proxy, relaunched, proven and put back before the next)` : "") +
+    const replaced = relaunched.filter(containerGoes);
+    return { replicas, relaunched, staysUp: true, text: `${proof}${list(relaunched)} of ${replicas} relaunch${relaunched.length === 1 ? "es" : ""}` +
+        (relaunched.length > 1 ? `, one at a time (each taken out of the proxy, ${replaced.length ? "its containers replaced, " : ""}relaunched, proven and put back before the next)` :
+            replaced.length ? " (taken out of the proxy, its containers replaced, relaunched, proven and put back)" : "") +
         `; the proxy sends requests to the other replica${replicas - 1 === 1 ? "" : "s"} meanwhile, so the endpoint stays up` };
 }
 

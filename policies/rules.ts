@@ -259,6 +259,25 @@ const RULES: Array<ResourceValidationPolicy | StackValidationPolicy> = [
         },
     },
     {
+        name: "image-change-interrupts-serving",
+        description: "With one replica, a new image stops serving for the new version's load (it is proven on every host first); with two or more it rolls.",
+        enforcementLevel: "advisory",
+        validateStack: (args, report) => {
+            // In a preview of a stack that is deployed, a vLLM container's image is the pull's repo digest: known from the
+            // state while the image stays, unknown when the pull is replaced (a new image). The proxy's stays known unless
+            // its own image changes too; both unknown is a first deploy (nothing serves yet), which this does not judge.
+            const proxyKnown = args.resources.some(r => r.type === CONTAINER && isEndpointProxy(r) && str(r.props.image) !== undefined);
+            const changing = byType(args.resources, CONTAINER).filter(c => c.props.image === UNKNOWN);
+            const groups = replicaContainers(args.resources);
+            if (!proxyKnown || changing.length === 0 || groups.length > 1) return;
+            report(`the image changes on a stack of one replica (${changing.map(c => label(c.props, "spark-vllm.host") ?? c.name).join(", ")}): ` +
+                "the new image is proven on every host while the old version serves (a refused image fails up and changes nothing), then the " +
+                "endpoint stops serving from the old vLLM's stop until the new version has loaded and is proven, and if the new version fails " +
+                "after its launch, it stays down until an up with the previous image. Remediation: run this up when a pause in serving is " +
+                "acceptable, or serve spark-vllm:replicas: 2 or more on enough Sparks, which rolls a new image replica by replica (docs/operations.md, \"Changing the image\").");
+        },
+    },
+    {
         name: "parallelism-matches-gpus",
         description: "TP × PP equals the GPUs of all hosts, and TP divides the model's attention heads.",
         enforcementLevel: "mandatory",

@@ -62,10 +62,12 @@ interface ReplicaPlanLike {
  */
 export function rollingUpdateText(summaries: ReplicaSummary[], drainSeconds: number): string {
     if (summaries.length === 1)
-        return "one replica: a change that relaunches vLLM (image, flags, weights) interrupts serving until the model has loaded again and is proven";
+        return "one replica: a new image is first proven on every host while the old version serves (a refused one changes nothing); a change " +
+            "that relaunches vLLM (image, flags, weights) then interrupts serving until the model has loaded again and is proven";
     return `${summaries.length} replicas, one at a time in this order: the front proxy stops sending the replica new requests and gives ` +
         `its running ones up to ${drainSeconds} s (rollout.drainSeconds), then it relaunches and is proven (probe, serving proof) and ` +
         `taken back before the next; the others serve meanwhile. A failed relaunch stops the roll, the rest keep the old version. ` +
-        `Also on the first up: each replica launches after the one before is proven. Not rolled: a new image or container setting ` +
-        `replaces every replica's container at once and interrupts serving`;
+        `A new image is first proven on every host while the old version serves (a refused one changes nothing), then rolls the same ` +
+        `way: each replica's containers are replaced while it is out of the proxy. Also on the first up: each replica's containers ` +
+        `(and so its weights and launch) follow the one before, once it is proven`;
 }

@@ -6,6 +6,7 @@ import { parseSpec } from "../../components/spec/parseSpec";
 import { planCluster } from "../../components/plan/plan";
 import { planResources, verdicts } from "../../policies/offline";
 import { rawConfig } from "../fixtures";
+import { CONTAINER, UNKNOWN } from "../../policies/rules";
 
 function violations(raw: Record<string, any>, policy: string): string[] {
     return verdicts(planResources(planCluster(parseSpec(raw), "x"))).find(v => v.policy === policy)!.violations;
@@ -51,4 +52,21 @@ test("replica-hosts-share-fabric-subnet: each replica's hosts on one subnet; rep
     one.hosts[1].fabric.address = "169.254.7.9";
     one.hosts[0].fabric.address = "169.254.200.1";
     assert.deepEqual(violations(one, "replica-hosts-share-fabric-subnet"), [], "link-local: one /16");
+});
+
+test("image-change-interrupts-serving: warns in the preview of a new image on one replica, not with two, not on a first deploy or an unchanged stack", () => {
+    const preview = (raw: Record<string, any>, unknown: (name: string) => boolean) => {
+        const resources = planResources(planCluster(parseSpec(raw), "x"));
+        // As a preview of a deployed stack shows them: each pull's repo digest known from the state, unless its pull is replaced.
+        for (const r of resources) if (r.type === CONTAINER) r.props = { ...r.props, image: unknown(r.name) ? UNKNOWN : "198.18.0.1:5000/vllm-sim@sha256:" + "ab".repeat(32) };
+        return verdicts(resources).find(v => v.policy === "image-change-interrupts-serving")!.violations;
+    };
+    const vllmContainer = (name: string) => name.endsWith("-container");
+    // A new image: the pulls are replaced, so the vLLM containers' image (the pull's repo digest) is unknown in the preview.
+    const found = preview(rawConfig(2), vllmContainer);
+    assert.equal(found.length, 1, found.join("\n"));
+    assert.match(found[0], /^the image changes on a stack of one replica \(spark-a, spark-b\): the new image is proven on every host while the old version serves .* Remediation: .*spark-vllm:replicas: 2 or more/);
+    assert.deepEqual(preview(replicas(2, 4), vllmContainer), [], "two replicas roll it");
+    assert.deepEqual(preview(rawConfig(2), () => false), [], "the image stays");
+    assert.deepEqual(preview(rawConfig(2), () => true), [], "a first deploy: the proxy's image is unknown too");
 });

@@ -17,17 +17,27 @@ test("a vLLM flag on two replicas: both relaunch, one at a time, and the diff sa
     after.vllm.extraArgs = ["--enable-prefix-caching"];
     const i = impact(twoReplicas(), after);
     assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], true]);
-    assert.equal(i.text, "replicas 1, 2 of 2 relaunch, replicas 1, 2 one at a time (each taken out of the proxy, relaunched, proven and put back before the next); " +
+    assert.equal(i.text, "replicas 1, 2 of 2 relaunch, one at a time (each taken out of the proxy, relaunched, proven and put back before the next); " +
         "the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
 });
 
-test("a new image on two replicas replaces every container at once: the diff says serving is interrupted", () => {
+test("a new image on two replicas is proven first, then rolls replica by replica, containers too: the diff says the endpoint stays up", () => {
     const after = twoReplicas();
     after.image = after.image.replace(/@sha256:[0-9a-f]+/, "@sha256:" + "cd".repeat(32));
     assert.notEqual(after.image, twoReplicas().image);
     const i = impact(twoReplicas(), after);
-    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], false]);
-    assert.match(i.text, /every replica's container is replaced at once \(a new image or container setting is not rolled\): the endpoint stops serving/);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1, 2], true]);
+    assert.equal(i.text, "the new image is first proven on every host in a throw-away container while the old version serves (a refused image fails up " +
+        "and changes nothing); then replicas 1, 2 of 2 relaunch, one at a time (each taken out of the proxy, its containers replaced, relaunched, proven " +
+        "and put back before the next); the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
+});
+
+test("a new image on one replica: proven first, then down for the model's load, and the diff says so", () => {
+    const after = rawConfig(2);
+    after.image = after.image.replace(/@sha256:[0-9a-f]+/, "@sha256:" + "cd".repeat(32));
+    const i = impact(rawConfig(2), after);
+    assert.deepEqual([i.relaunched, i.staysUp], [[1], false]);
+    assert.match(i.text, /^the new image is first proven on every host in a throw-away container while the old version serves \(a refused image fails up and changes nothing\); then vLLM relaunches: .*\(one replica: down from the old vLLM's stop for about the model's load time\)$/);
 });
 
 test("a change to one replica's host relaunches that replica only: the endpoint stays up on the other", () => {
@@ -35,7 +45,9 @@ test("a change to one replica's host relaunches that replica only: the endpoint 
     after.hosts[3].fabric.hcas = ["rocep1s0f1"];
     const i = impact(twoReplicas(), after);
     assert.deepEqual([i.relaunched, i.staysUp], [[2], true]);
-    assert.equal(i.text, "replica 2 of 2 relaunches; the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
+    // Its HCAs are the container's devices and environment: replaced while replica 2 is out of the proxy.
+    assert.equal(i.text, "replica 2 of 2 relaunches (taken out of the proxy, its containers replaced, relaunched, proven and put back); " +
+        "the proxy sends requests to the other replica meanwhile, so the endpoint stays up");
 });
 
 test("one replica: a relaunch interrupts serving, and the diff says so; a change that relaunches nothing keeps serving", () => {
