@@ -23,3 +23,28 @@ export async function load(endpoint: string, key: string, model: string, n: numb
     }));
     return failed;
 }
+
+/**
+ * Requests through the endpoint, `lanes` at a time with a pause of 0.5 s after each, for as long as `run` (an up) takes:
+ * how many were sent, which failed, and the seconds (since `run` started) at which the first and the last failed
+ * request was sent: the window the endpoint did not serve.
+ */
+export async function loadDuring<T>(run: () => Promise<T>, endpoint: string, key: string, model: string, lanes = 4):
+    Promise<{ result: T; sent: number; failed: string[]; downSeconds: number; startedMs: number; firstFailedAt?: number; lastFailedAt?: number }> {
+    let done = false, sent = 0;
+    const failed: string[] = [], failedAt: number[] = [];
+    const t0 = Date.now();
+    const all = Array.from({ length: lanes }, async () => {
+        while (!done) {
+            sent++;
+            const at = (Date.now() - t0) / 1000;
+            const f = await load(endpoint, key, model, 1, 1);
+            if (f.length) { failed.push(...f); failedAt.push(at); }
+            await new Promise(r => setTimeout(r, 500));
+        }
+    });
+    const result = await run().finally(() => { done = true; });
+    await Promise.all(all);
+    const first = failedAt.length ? Math.min(...failedAt) : undefined, last = failedAt.length ? Math.max(...failedAt) : undefined;
+    return { result, sent, failed, downSeconds: first === undefined ? 0 : last! - first + 0.5, startedMs: t0, firstFailedAt: first, lastFailedAt: last };
+}

@@ -7,7 +7,8 @@ import { SimStackOptions, leftovers } from "../sim/stacks";
 import { LLAMA31_405B_FP8_DECLARED } from "../sim/models";
 import { esc, failure, simSuite, completionStatus } from "./suite";
 import { Report, destroy, up } from "../engine/engine";
-import { resourceNames } from "../../components/plan/naming";
+import { containerName, resourceNames } from "../../components/plan/naming";
+import { loadDuring } from "./endpointLoad";
 
 const N = resourceNames();
 
@@ -131,7 +132,7 @@ describe("models the catalog does not know", () => {
     });
 });
 
-describe("images that cannot run on a GB10 are refused by the compatibility check, before any launch", () => {
+describe("images that cannot run on a GB10 are refused by the image proof, before any container or launch", () => {
     const cases: Array<[string, RegExp]> = [
         ["no-ray", /the image has no Ray \(`import ray` fails.*set spark-vllm:vllm\.backend: mp/],
         ["no-sm12x", /cannot run on this GPU \(compute capability 12\.1\): no kernels for compute capability 12\.1: the image has sm_50 .*sm_90/],
@@ -143,12 +144,74 @@ describe("images that cannot run on a GB10 are refused by the compatibility chec
             try {
                 const r = await up(stack);
                 const error = failure(r);
-                assert.match(error, new RegExp(N.of("compat")));
+                // Refused by the image proof on the hosts (a throw-away container of the pulled image), before any container exists.
+                assert.match(error, new RegExp(`${N.host("spark-a", "image-check")}|${N.host("spark-b", "image-check")}`));
                 assert.match(error, expected);
                 assert.match(error, /known to run on a Spark: /, "names images to use instead");
                 assert.deepEqual(launched(r), [], "nothing launched");
+                assert.ok(!r.ops.some(o => o.name.endsWith("-container") && o.op !== "same"), "no container was created");
             } finally {
                 await destroy(stack);
             }
         });
+});
+
+describe("an image change on one replica, TP=2 over both hosts (issue 46)", () => {
+    test("a refused image fails up at its proof with the old version serving untouched; the fix is a no-op; a good one is down only while it loads", async () => {
+        const s = suite.sim;
+        const stack = simStack("upgrade");
+        const hosts = ["spark-a", "spark-b"];
+        const containerIds = () => Promise.all(hosts.map(async h => (await s.exec(h, `docker inspect -f '{{.Id}}' ${containerName(h)}`)).stdout.trim()));
+        const vllmPid = async () =>
+            (await s.exec("spark-a", `docker exec ${containerName("spark-a")} ps -eo pid=,args= | awk '/vllm serve/ && !/awk/ { print $1; exit }'`)).stdout.trim();
+        const checks = (r: Report) => r.ops.filter(o => o.name.endsWith("-image-check"));
+        try {
+            const r = await up(stack);
+            assert.equal(r.error, undefined, r.error);
+            const { endpoint, apiKey, modelName } = r.outputs as Record<string, string>;
+            const serving = { ids: await containerIds(), pid: await vllmPid() };
+            assert.match(serving.pid, /^\d+$/);
+
+            // An image whose kernels do not run on the GB10, under a steady load: refused on both hosts while the old
+            // version serves; no request fails, and the containers and vLLM are the same ones.
+            stack.config["spark-vllm:image"] = s.images["no-sm12x"];
+            const refused = await loadDuring(() => up(stack), endpoint, apiKey, modelName);
+            const error = failure(refused.result);
+            console.log(`refused image: ${refused.sent} requests during the up, ${refused.failed.length} failed`);
+            assert.match(error, /image-check/);
+            assert.match(error, /cannot run on this GPU \(compute capability 12\.1\): no kernels for compute capability 12\.1/);
+            assert.deepEqual(refused.failed, []);
+            assert.ok(refused.sent >= 20, `a load ran through the up: ${refused.sent}`);
+            assert.deepEqual(await containerIds(), serving.ids, "the old containers are untouched");
+            assert.equal(await vllmPid(), serving.pid, "the old vLLM was never stopped");
+            assert.ok(!refused.result.ops.some(o => (o.name.endsWith("-container") || o.name === N.of("vllm-launch")) && o.op !== "same"),
+                refused.result.ops.map(o => `${o.op} ${o.name}`).join(", "));
+
+            // The fix (back to the image that serves): proven again, and nothing of what serves changes.
+            stack.config["spark-vllm:image"] = s.images["0.17.1"];
+            const back = await up(stack);
+            assert.equal(back.error, undefined, back.error);
+            assert.deepEqual(await containerIds(), serving.ids);
+            assert.equal(await vllmPid(), serving.pid);
+
+            // A good new image under the same load: proven on both hosts while the old version serves, then the containers
+            // are replaced; the endpoint is down only from the old vLLM's stop until the new one has loaded.
+            stack.config["spark-vllm:image"] = s.images["ray-2.52"];
+            const good = await loadDuring(() => up(stack), endpoint, apiKey, modelName);
+            assert.equal(good.result.error, undefined, good.result.error);
+            const proven = Math.max(...checks(good.result).map(o => o.endMs));
+            const probe = good.result.ops.find(o => o.name === N.of("endpoint-probe"))!;
+            console.log(`good image: ${good.sent} requests during the up, ${good.failed.length} failed, down ${good.downSeconds.toFixed(1)} s ` +
+                `(the proofs ended at +${((proven - good.startedMs) / 1000).toFixed(1)} s, first failure +${good.firstFailedAt}, last +${good.lastFailedAt}, ` +
+                `endpoint proven at +${((probe.endMs - good.startedMs) / 1000).toFixed(1)} s)`);
+            assert.equal(checks(good.result).length, 2, "both hosts proved the new image");
+            if (good.firstFailedAt !== undefined)
+                assert.ok(good.startedMs + good.firstFailedAt * 1000 >= proven - 1000, "nothing failed before the new image was proven on every host");
+            assert.notDeepEqual(await containerIds(), serving.ids, "the containers run the new image");
+            assert.equal(await completionStatus(good.result), 200);
+        } finally {
+            const d = await destroy(stack);
+            assert.deepEqual(d.errors, []);
+        }
+    });
 });

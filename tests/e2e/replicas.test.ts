@@ -4,7 +4,8 @@
 // replica whose vLLM dies is passed over (the same load, no failure, /health answers); a flag change rolls (replica 1
 // drained, relaunched, proven and put back, then replica 2) under a steady load with no failed request; a flag change
 // whose relaunch fails on replica 1 fails `up` naming it, stops the roll (replica 2 keeps the old version and serves
-// alone) and the relaunch it names resumes the roll; destroy leaves the hosts clean.
+// alone) and the relaunch it names resumes the roll; an image the proof refuses fails `up` with both replicas serving
+// untouched, and a good image rolls replica by replica with no failed request (issue 46); destroy leaves the hosts clean.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -190,6 +191,34 @@ test("two one-host replicas behind one endpoint: a load reaches both with no fai
         const fixedCounts = (await served()).map((n, i) => n - beforeFixed[i]);
         console.log(`100 requests after the fix: served by replica 1: ${fixedCounts[0]}, replica 2: ${fixedCounts[1]}`);
         assert.ok(fixedCounts.every(n => n >= 10), `both replicas serve again: ${fixedCounts}`);
+
+        // An image change (issue 46). One whose kernels cannot run on the GB10 is refused by its proof on the hosts while
+        // both replicas serve: up fails, no request fails, no container or vLLM is touched.
+        const containerIds = () => Promise.all(s.hosts.map(async h => (await s.exec(h.name, `docker inspect -f '{{.Id}}' ${containerName(h.name)}`)).stdout.trim()));
+        const idsBefore = await containerIds(), pidsBefore = await Promise.all(s.hosts.map(vllmPid));
+        stack.config["spark-vllm:image"] = s.images["no-sm12x"];
+        const refused = await loadThrough(() => up(stack), endpoint, apiKey, modelName);
+        assert.match(failure(refused.result), /image-check[\s\S]*cannot run on this GPU \(compute capability 12\.1\)/);
+        console.log(`${refused.sent} requests through the refused image's up: ${refused.failed.length} failed`);
+        assert.deepEqual(refused.failed, []);
+        assert.deepEqual(await containerIds(), idsBefore);
+        assert.deepEqual(await Promise.all(s.hosts.map(vllmPid)), pidsBefore);
+        // A good image: proven on both hosts, then rolled: replica 1's container replaced between its drain and undrain,
+        // replica 2's only once replica 1 is back, with no failed request.
+        stack.config["spark-vllm:image"] = s.images["ray-2.52"];
+        const upgraded = await loadThrough(() => up(stack), endpoint, apiKey, modelName);
+        assert.equal(upgraded.result.error, undefined, upgraded.result.error);
+        console.log(`${upgraded.sent} requests through the rolled image change: ${upgraded.failed.length} failed`);
+        assert.deepEqual(upgraded.failed, []);
+        const op = (name: string) => upgraded.result.ops.find(o => o.name === name)!;
+        const [c1, c2] = s.hosts.map(h => op(resourceNames().host(h.name, "container")));
+        const r1 = resourceNames(undefined, 1), r2 = resourceNames(undefined, 2);
+        assert.deepEqual([c1.op, c2.op], ["replace", "replace"]);
+        assert.ok(op(r1.of("drain")).endMs <= c1.startMs && c1.endMs <= op(r1.of("undrain")).startMs, "replica 1's container replaced while it was drained");
+        assert.ok(op(r1.of("undrain")).endMs <= op(r2.of("drain")).startMs && op(r2.of("drain")).endMs <= c2.startMs, "replica 2's container replaced after replica 1 was back");
+        const idsAfter = await containerIds();
+        assert.ok(idsAfter.every((id, i) => id !== idsBefore[i]), "both containers run the new image");
+        assert.deepEqual(await load(endpoint, apiKey, modelName, 40, 4), []);
     } finally {
         const d = await destroy(stack);
         assert.deepEqual(d.errors, []);
