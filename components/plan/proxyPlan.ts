@@ -67,6 +67,44 @@ export const PROXY_REFUSAL_LINGER_SECONDS = 2;
 export const PROXY_REFUSAL_LINGER_TIMEOUT_SECONDS = 1;
 
 /**
+ * Per-client limits: one address must not be able to take every connection nginx has (issue 50: about 2,000 connections
+ * from one address, each with half a request header, left no connection for anyone else with 2 workers × 1024).
+ * - nginx's `limit_conn` (ngx_http_limit_conn_module, nginx.org/en/docs/http/ngx_http_limit_conn_module.html) counts "only
+ *   if it has a request being processed by the server and the whole request header has already been read": it cannot
+ *   see a connection still sending its header. So those are bounded by time, `client_header_timeout`
+ *   (ngx_http_core_module: "If a client does not transmit the entire header within this time, the request is terminated
+ *   with the 408"; default 60 s), and by room: each worker has more connections than one address can open to one
+ *   address and port (TCP's 16-bit source port: 65,535; Linux picks from 28,232 by default, ip_local_port_range
+ *   32768-60999), so one address cannot fill a worker, whichever worker accepts its connections.
+ * - limit_conn then bounds, per address, the requests in progress: forwarded requests with the key and /health (a keyless
+ *   request to any other path is refused in the rewrite phase, before limit_conn's preaccess phase, and never counted).
+ */
+/** `worker_connections` (ngx_core_module events): per worker, client and upstream connections together. */
+export const PROXY_WORKER_CONNECTIONS = 131072;
+/**
+ * `worker_rlimit_nofile` (ngx_core_module): each connection is a descriptor, and a forwarded request holds two. Below the
+ * hard limit Docker gives a container (524288 or 1048576, dockerd's LimitNOFILE), so nginx's setrlimit succeeds.
+ */
+export const PROXY_WORKER_NOFILE = 2 * PROXY_WORKER_CONNECTIONS + 1024;
+/** `client_header_timeout`: a client sends its whole header at once; 10 s leaves room for a slow link. */
+export const PROXY_HEADER_TIMEOUT_SECONDS = 10;
+/**
+ * `client_body_timeout` ("only for a period between two successive read operations", default 60 s): only a request with the
+ * key has its body read (proxyPlan's refusals discard theirs within PROXY_REFUSAL_LINGER_SECONDS).
+ */
+export const PROXY_BODY_TIMEOUT_SECONDS = 30;
+/**
+ * `limit_conn` per client address (`limit_conn_zone $binary_remote_addr`, 10 MB: "about 16 thousand 64-byte states"
+ * per megabyte): requests in progress at once. Above any one client's useful concurrency (vLLM runs max_num_seqs, 256 by
+ * default, at once and queues the rest), so a benchmark from one machine is not refused; a client above it gets 429.
+ */
+export const PROXY_CONNECTIONS_PER_CLIENT = 1024;
+/** The limit_conn zone's name. */
+const LIMIT_ZONE = "spark_vllm_clients";
+/** `server_name`: what $host is for a request without Host, forwarded as Host (any name a replica's nginx accepts). */
+export const PROXY_SERVER_NAME = "localhost";
+
+/**
  * The refusals answered from a named location (nginx's `error_page`): status, location, JSON body, extra headers.
  * 400 is not one of them: nginx answers its own 400s too (a request line it cannot parse, `%00` in the path), some
  * before it has a URI, and ngx_http_named_location (src/http/ngx_http_core_module.c) refuses to go to a named location
@@ -76,6 +114,9 @@ const REFUSALS: Array<{ status: number; location: string; body: string; headers:
     // RFC 6750 section 3: a 401 for a bearer token carries `WWW-Authenticate: Bearer`.
     { status: 401, location: "@unauthorized", body: '{"error": "Unauthorized"}', headers: ["WWW-Authenticate Bearer"] },
     { status: 404, location: "@not_found", body: '{"error": "Not Found"}', headers: [] },
+    // RFC 6585 section 4: too many requests; limit_conn's refusal (PROXY_CONNECTIONS_PER_CLIENT). OpenAI's clients retry
+    // a 429 after a pause, where a 503 would also make the front pass the request to the next replica.
+    { status: 429, location: "@too_many_requests", body: '{"error": "Too Many Requests"}', headers: [] },
     // RFC 9110 section 15.5.6: a 405 lists the methods the target supports. Only /health answers 405 (nginx's own 405,
     // to TRACE and CONNECT before a location is chosen, keeps nginx's page: this `error_page` is /health's only).
     { status: 405, location: "@method_not_allowed", body: '{"error": "Method Not Allowed"}', headers: ['Allow "GET, HEAD"'] },
@@ -176,14 +217,28 @@ export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
         "daemon off;",
         "user nobody nogroup;",
         "worker_processes 2;",
+        // Per-client limits (PROXY_WORKER_CONNECTIONS and the constants beside it say why each is what it is).
+        `worker_rlimit_nofile ${PROXY_WORKER_NOFILE};`,
         "pid /tmp/nginx.pid;",
         "error_log stderr warn;",
-        "events { worker_connections 1024; }",
+        `events { worker_connections ${PROXY_WORKER_CONNECTIONS}; }`,
         "http {",
         "    server_tokens off;",
         "    access_log /dev/stdout;",
         "    default_type application/json;",
         "    merge_slashes off;",
+        `    client_header_timeout ${PROXY_HEADER_TIMEOUT_SECONDS}s;`,
+        `    client_body_timeout ${PROXY_BODY_TIMEOUT_SECONDS}s;`,
+        // The client's address as the limit's key; an address in `unlimited` (the front, at another replica's proxy)
+        // maps to "", which limit_conn does not count ("Requests with an empty key value are not accounted").
+        "    map $remote_addr $spark_vllm_client {",
+        "        default $binary_remote_addr;",
+        ...(shape.unlimited ?? []).map(a => `        "${a}" "";`),
+        "    }",
+        `    limit_conn_zone $spark_vllm_client zone=${LIMIT_ZONE}:10m;`,
+        `    limit_conn ${LIMIT_ZONE} ${PROXY_CONNECTIONS_PER_CLIENT};`,
+        `    limit_conn_status ${refusal(429).status};`,
+        "    limit_conn_log_level warn;",
         "    map $http_authorization $spark_vllm_authorized {",
         "        default 0;",
         `        include ${PROXY_MOUNT}/api-key.map;`,
@@ -200,6 +255,10 @@ export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
             `        ssl_certificate_key ${PROXY_MOUNT}/tls.key;`,
             "        ssl_protocols TLSv1.2 TLSv1.3;",
         ] : []),
+        // $host of a request without Host (HTTP/1.0 may send none) is "the server name matching a request" (ngx_http_core_module
+        // Embedded Variables): without a server_name that is "", and `proxy_set_header Host $host` then sent `Host:` empty,
+        // which another replica's nginx refused with 400 ("client sent invalid host header", ngx_http_validate_host).
+        `        server_name ${PROXY_SERVER_NAME};`,
         "        proxy_http_version 1.1;",
         "        proxy_buffering off;",
         ...(shape.replicas ? [
@@ -228,12 +287,16 @@ export function nginxConf(spec: ClusterSpec, shape: ProxyShape = {}): string {
         `        lingering_timeout ${PROXY_REFUSAL_LINGER_TIMEOUT_SECONDS}s;`,
         `        error_page 401 ${refusal(401).location};`,
         `        error_page 404 ${refusal(404).location};`,
+        `        error_page 429 ${refusal(429).location};`,
         "        if ($spark_vllm_plain = 0) {",
         "            return 400;",
         "        }",
         "        location = /health {",
-        // /health's own error_page: it answers no 401 or 404, so it needs none of the server's.
+        // /health's own error_pages: it answers no 401 or 404, so it needs none of the server's; and as an error_page here
+        // means the server's are not inherited (ngx_http_core_module `error_page`: "if and only if there are no error_page
+        // directives defined on the current level"), limit_conn's 429 is named again.
         `            error_page 405 ${refusal(405).location};`,
+        `            error_page 429 ${refusal(429).location};`,
         `            if ($request_method !~ "^(GET|HEAD)$") {`,
         "                return 405;",
         "            }",
@@ -279,6 +342,11 @@ export interface ProxyShape {
      * loopback, then each other replica's proxy on its head's fabric address (components/plan/replicas.ts).
      */
     replicas?: string[];
+    /**
+     * Addresses whose connections limit_conn does not count: at another replica's proxy, the front's host, which brings it
+     * every client's requests from its one address.
+     */
+    unlimited?: string[];
 }
 
 /** The name of the front proxy's `upstream` block of the replicas. */
