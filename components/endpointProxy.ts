@@ -4,7 +4,7 @@ import * as docker from "@pulumi/docker";
 import * as remote from "@pulumi/command/remote";
 import { ClusterPlan } from "./plan/clusterPlan";
 import { ResourceNames } from "./plan/naming";
-import { Wiring, digest, unknownNotSecret } from "./wiring";
+import { Wiring, digestSalt, secretDigest, unknownNotSecret } from "./wiring";
 import { chainCertificates, givenTlsError, givenTlsProblems, givenTlsStdin } from "./spec/givenTls";
 import { CONTAINER, IMAGE } from "./plan/resources";
 import { SparkHost } from "./sparkHost";
@@ -78,7 +78,7 @@ export class EndpointProxy extends pulumi.ComponentResource {
             });
             givenStdin = unknownNotSecret(pulumi.secret(texts.apply(givenTlsStdin)));
             // A rotated certificate or key rewrites the files (and so restarts the proxy): its digest, never its text.
-            wiring.set(names.of("proxy-cert"), undefined, digest(givenStdin));
+            wiring.set(names.of("proxy-cert"), undefined, secretDigest(givenStdin, digestSalt(names.of("proxy-cert"))));
             this.givenCertificate = pulumi.unsecret(texts.apply(t => chainCertificates(t.tlsCertificate).join("")));
         }
         if (tlsPlan) this.tls = wiring.command(names.of("proxy-tls"), parent, givenStdin);

@@ -7,7 +7,8 @@ import { cpuVllmSkips } from "./plan/hostCommands";
 import { planCluster } from "./plan/plan";
 import { plannedResources } from "./plan/resources";
 import { ResourceNames, resourceNames } from "./plan/naming";
-import { Wiring, digest, stdinLine } from "./wiring";
+import { Wiring, checked, digest, digestSalt, secretDigest, stdinLine } from "./wiring";
+import { apiKeyError } from "./spec/apiKey";
 import { SparkHost, lastJsonLine, lastLineWarnings } from "./sparkHost";
 import { ClusterImage } from "./clusterImage";
 import { VllmContainer } from "./vllmContainer";
@@ -90,8 +91,13 @@ export class SparkCluster extends pulumi.ComponentResource {
         const keyName = names.of("api-key");
         if (args.apiKey === undefined) this.apiKey = wiring.generatedSecret(keyName, parent);
         else {
-            this.apiKey = pulumi.secret(pulumi.output(args.apiKey));
-            wiring.set(keyName, undefined, digest(args.apiKey));
+            // A given key must meet the rule (components/spec/apiKey.ts): a plain string before any resource is made, an
+            // Output once it is known (whatever waits for the key then fails with the same words).
+            const valid = (k: string) => checked(() => { const e = apiKeyError(k); if (e) throw e; return k; });
+            if (typeof args.apiKey === "string") valid(args.apiKey);
+            const given = pulumi.output(args.apiKey).apply(valid);
+            this.apiKey = pulumi.secret(given);
+            wiring.set(keyName, undefined, secretDigest(given, digestSalt(keyName)));
         }
         const key = this.apiKey;
         // Ray backend: the cluster's Ray token, generated; a new one restarts Ray (its digest, as the key's).

@@ -47,13 +47,27 @@ export function stdinLine(secret: pulumi.Input<string>): pulumi.Output<string> {
 }
 
 /**
- * A short digest (sha256, 16 hex): what a follower's triggers carry instead of the value (a secret, or a list that
- * grows with the hosts). A secret's digest stays secret (a given API key may be short enough to guess from its
- * digest); an unknown one is unmarked (unknownNotSecret).
+ * A short digest (sha256, 16 hex) of a value that is no secret: what a follower's triggers carry instead of a list that
+ * grows with the hosts (the containers' ids). A secret's digest is secretDigest's.
  */
-export function digest(secret: pulumi.Input<string>): pulumi.Output<string> {
-    return unknownNotSecret(pulumi.output(secret).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16)));
+export function digest(value: pulumi.Input<string>): pulumi.Output<string> {
+    return unknownNotSecret(pulumi.output(value).apply(s => crypto.createHash("sha256").update(s).digest("hex").slice(0, 16)));
 }
+
+/**
+ * What a follower's triggers carry instead of a secret (the API key, Ray's token, a given certificate and key): an
+ * HMAC-SHA256 (RFC 2104, Node's crypto.createHmac) keyed with `salt`, 16 hex, and always a secret, so neither the state
+ * nor a preview shows it, and no table of common keys' digests matches it (issue 50: `sha256("hunter2")` was in the
+ * state in the clear when the key was given as a plain input). The salt names the project, the stack and the resource,
+ * so the same key in two stacks has two digests; it is stable, so an unchanged key keeps its digest and replaces
+ * nothing. An unknown one is unmarked (unknownNotSecret).
+ */
+export function secretDigest(secret: pulumi.Input<string>, salt: string): pulumi.Output<string> {
+    return unknownNotSecret(pulumi.secret(pulumi.output(secret).apply(s => crypto.createHmac("sha256", salt).update(s).digest("hex").slice(0, 16))));
+}
+
+/** secretDigest's salt for the secret NAME (a resource name) of this program's project and stack. */
+export const digestSalt = (name: string) => `spark-vllm trigger digest\0${pulumi.getProject()}\0${pulumi.getStack()}\0${name}`;
 
 interface Built {
     resource?: pulumi.Resource;
@@ -148,12 +162,12 @@ export class Wiring {
     }
 
     /**
-     * A generated secret (a planned RandomPassword): built from its entry, recorded with its digest as the trigger its
+     * A generated secret (a planned RandomPassword): built from its entry, recorded with its digest (secretDigest) as the trigger its
      * followers carry (a new secret replaces them, without the secret in any trigger), returned as a secret.
      */
     generatedSecret(name: string, opts: pulumi.CustomResourceOptions): pulumi.Output<string> {
         const password = new random.RandomPassword(name, this.entry(name, PASSWORD).inputs, opts);
-        this.set(name, password, digest(password.result));
+        this.set(name, password, secretDigest(password.result, digestSalt(name)));
         return pulumi.secret(password.result);
     }
 

@@ -104,9 +104,14 @@ test("the generated Ray token travels only on the Ray launches' stdin; the conta
         assert.ok(c.inputs.envs.includes("RAY_AUTH_TOKEN_PATH=/var/lib/spark-vllm/ray/auth_token"), c.name);
         assert.ok(!c.inputs.envs.some((e: string) => e.startsWith("RAY_AUTH_TOKEN=")), c.name);
     }
-    // A new token restarts Ray everywhere: every Ray launch follows it (its digest, never the token, in the triggers).
-    for (const name of launches) assert.ok(JSON.stringify(named(resources, name).inputs.triggers).includes(
-        crypto.createHash("sha256").update(RAY_TOKEN).digest("hex").slice(0, 16)), name);
+    // A new token restarts Ray everywhere: every Ray launch follows it (its digest, never the token, in the triggers):
+    // an HMAC salted with the project, stack and name (components/wiring.ts secretDigest), not the bare sha256 (issue 50).
+    const salted = crypto.createHmac("sha256", `spark-vllm trigger digest\0spark-vllm\0test\0${n.of("ray-token")}`).update(RAY_TOKEN).digest("hex").slice(0, 16);
+    const bare = crypto.createHash("sha256").update(RAY_TOKEN).digest("hex").slice(0, 16);
+    for (const name of launches) {
+        const triggers = JSON.stringify(named(resources, name).inputs.triggers);
+        assert.ok(triggers.includes(salted) && !triggers.includes(bare), name);
+    }
 });
 
 test("without Ray (mp backend, one host) there is no Ray token and no token mode", () => {
