@@ -349,6 +349,15 @@ export interface ProxyShape {
     unlimited?: string[];
 }
 
+/**
+ * The front's upstream servers (`host:port`), replica 1 first: the first replica's vLLM on the front's loopback, then each
+ * other replica's proxy on its head's fabric address (components/plan/plan.ts lists them so; `spark-vllm status` checks
+ * REPLICAS_FILE against them).
+ */
+export function frontServers(spec: ClusterSpec, heads: ReadonlyArray<{ fabric: { address: string } }>): string[] {
+    return heads.map((h, i) => (i === 0 ? `127.0.0.1:${spec.vllm.internalPort}` : `${h.fabric.address}:${spec.vllm.port}`));
+}
+
 /** The name of the front proxy's `upstream` block of the replicas. */
 const REPLICAS_UPSTREAM = "spark_vllm_replicas";
 /** The front proxy's file of replica servers, in the proxy directory: written by proxy-conf, and by a rolling update's drain. */

@@ -8,7 +8,30 @@ import { dockerSshOpts } from "./connection";
 import { RECORDS_DIR } from "./launches";
 import { relaunchUrns, replaceCommand, toolsUrn } from "./relaunch";
 import { helperDigest, verifiedTools } from "./verifiedRun";
-import { REPLICAS_FILE, proxyDir } from "./proxyPlan";
+import { REPLICAS_FILE, frontServers, proxyDir } from "./proxyPlan";
+
+/**
+ * A host's text as status may print it: every character a terminal could act on, written out instead. C0 controls
+ * (ESC starts an escape sequence; a newline would forge a line of the report), DEL, C1 controls (U+009B is a CSI on
+ * its own: ECMA-48 section 5.3), the line and paragraph separators and the bidirectional overrides and isolates
+ * (Unicode UAX #9: they reorder what follows on the line). Everything from a host passes through it (parseHostOutput),
+ * so the report, its JSON and its problems hold no such character (issue 50, finding 3).
+ */
+export function printable(text: string): string {
+    return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, c => {
+        const code = c.codePointAt(0)!;
+        return c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+    });
+}
+
+/** Every string in VALUE (a host's report) made printable; numbers, booleans and null as they are. */
+function printableAll<T>(value: T): T {
+    if (typeof value === "string") return printable(value) as T;
+    if (Array.isArray(value)) return value.map(printableAll) as T;
+    if (value && typeof value === "object")
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [printable(k), printableAll(v)])) as T;
+    return value;
+}
 
 /** The line the host script prints when the helper program in logDir is not the one this plan places. */
 const REFUSED_LINE = "spark-vllm-helper-refused ";
@@ -165,7 +188,7 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
     const state = lines.find(l => l.startsWith(CONTAINER_LINE))?.slice(CONTAINER_LINE.length).trim();
     if (state === undefined) {
         const said = stderr.trim().split("\n").filter(Boolean).pop() ?? `exit ${code}`;
-        return { ...base, unreachable: said.slice(0, 300) };
+        return { ...base, unreachable: printable(said.slice(0, 300)) };
     }
     const json = lines.filter(l => l.startsWith("{")).pop();
     let inner: Partial<HostReport> = {};
@@ -181,9 +204,10 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
     const givenUp = parseGivenUp(lines.find(l => l.startsWith(GIVEN_UP_LINE))?.slice(GIVEN_UP_LINE.length));
     const refused = lines.find(l => l.startsWith(REFUSED_LINE))?.slice(REFUSED_LINE.length).trim();
     const front = lines.find(l => l.startsWith(FRONT_LINE))?.slice(FRONT_LINE.length);
-    return { ...base, container: state, ...inner, host: host.host.name, role: host.role, ...(givenUp ? { givenUp } : {}),
+    // Every text from the host made printable (printable); the host's name and role are the plan's.
+    return { ...printableAll({ ...base, container: state, ...inner, ...(givenUp ? { givenUp } : {}),
         ...(refused !== undefined ? { helperRefused: refused.slice(0, 600) } : {}),
-        ...(front !== undefined ? { frontReplicas: parseFrontLine(front) } : {}) };
+        ...(front !== undefined ? { frontReplicas: parseFrontLine(front) } : {}) }), host: host.host.name, role: host.role };
 }
 
 function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
@@ -359,10 +383,18 @@ function frontOf(plan: ClusterPlan, front: HostReport | undefined, owner: { proj
         problems: [`${host}: ${what}; ${unknown}` + (fix ? `\n    ${rewrite}` : "")] });
     switch (got.state) {
         case "missing": return problem(`the front proxy configuration is missing: ${config} does not exist`);
-        case "unreadable": return problem(`the front proxy configuration ${config} could not be read (${got.why})`, false);
-        case "unrecognized": return problem(`the front proxy configuration ${config} is not what spark-vllm writes (${JSON.stringify(got.text)})`);
-        case "read": return got.servers.length === count ? { host, config, state: "read", problems: [] }
-            : problem(`the front proxy configuration ${config} lists ${got.servers.length} servers for ${count} replicas`);
+        case "unreadable": return problem(`the front proxy configuration ${config} could not be read (${printable(got.why)})`, false);
+        case "unrecognized": return problem(`the front proxy configuration ${config} is not what spark-vllm writes ("${printable(got.text)}")`);
+        case "read": {
+            if (got.servers.length !== count) return problem(`the front proxy configuration ${config} lists ${got.servers.length} servers for ${count} replicas`);
+            // Every server must be the plan's replica at its place: another address would get requests with the API key
+            // (issue 50, finding 2: a `server 127.0.0.1:9999` put there took 3 of 4 keyed requests).
+            const planned = frontServers(plan.spec, plan.replicas!.map(r => r.head.host));
+            const wrong = got.servers.map((s, k) => [k, s.server] as const).filter(([k, server]) => server !== planned[k]);
+            if (wrong.length > 0) return problem(`the front proxy configuration ${config} names ${wrong.map(([k, server]) =>
+                `"${printable(server)}" as replica ${k + 1}, which the plan has at ${planned[k]}`).join(", and ")}: the front sends requests, with the API key, to a server that is not the plan's replica`);
+            return { host, config, state: "read", problems: [] };
+        }
     }
 }
 
@@ -378,7 +410,7 @@ function drainedProblem(plan: ClusterPlan, g: ClusterPlan, k: number, server: st
     const n = resourceNames(undefined, k);
     const checks = ["its endpoint probe", "its hosts' free-memory checks", ...(g.servingProof ? ["its serving proof"] : [])];
     const after = `${checks.slice(0, -1).join(", ")} and ${checks[checks.length - 1]}`;
-    return `${plan.hosts[0].host.name}: replica ${k} (${server}) is down in the front proxy (${REPLICAS_FILE}): a rolling update took it out and did not put it back, so the endpoint sends it nothing` +
+    return `${plan.hosts[0].host.name}: replica ${k} (${printable(server)}) is down in the front proxy (${REPLICAS_FILE}): a rolling update took it out and did not put it back, so the endpoint sends it nothing` +
         `\n    ${others ? "fix the problems above first: the `pulumi up` that then relaunches it runs" : `fix what failed, then run \`${up}\` again: it runs the step that failed and what follows it, ending with`}` +
         ` ${n.of("undrain")}, which puts replica ${k} back once ${after} pass (the roll resumes from there)`;
 }

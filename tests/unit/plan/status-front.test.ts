@@ -66,7 +66,8 @@ test("the first host's script reads the front's replicas.conf, read-only, on one
             assert.deepEqual(report.frontReplicas, { state: "read", servers: SERVERS.map((server, i) => ({ server, down: i + 1 === drained })) });
         }
         fs.writeFileSync(file, "server 10.0.0.1:80;\n");
-        assert.deepEqual(frontOnHost(plan).report.frontReplicas, { state: "unrecognized", text: "server 10.0.0.1:80;\n" });
+        // The host's text made printable (issue 50: no raw control character from a host reaches status's output).
+        assert.deepEqual(frontOnHost(plan).report.frontReplicas, { state: "unrecognized", text: "server 10.0.0.1:80;\\n" });
         fs.rmSync(file);
         assert.deepEqual(frontOnHost(plan).report.frontReplicas, { state: "missing" });
         // Not a file the SSH user can read (a directory: root reads any mode).

@@ -14,7 +14,7 @@ import { planCluster } from "../../../components/plan/plan";
 import { ClusterPlan } from "../../../components/plan/clusterPlan";
 import { COMMAND, plannedResources } from "../../../components/plan/resources";
 import { HostReport, clusterStatus, hostStatusScript, renderStatus } from "../../../components/plan/status";
-import { replicasFile } from "../../../components/plan/proxyPlan";
+import { frontServers, replicasFile } from "../../../components/plan/proxyPlan";
 import { clusterConfig, rawConfig } from "../../fixtures";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
@@ -53,7 +53,7 @@ test("each host is asked about its own replica: the Ray address is its replica h
 const memory = { availableGiB: 60.2, totalGiB: 119.7 };
 /** The front's replicas.conf as the first host's script reads it: every replica in service (status-front.test.ts: drained). */
 const inService = (plan: ClusterPlan) =>
-    ({ state: "read" as const, servers: plan.replicas!.map((_, k) => ({ server: `server-${k + 1}:8000`, down: false })) });
+    ({ state: "read" as const, servers: frontServers(plan.spec, plan.replicas!.map(r => r.head.host)).map(server => ({ server, down: false })) });
 function healthy(plan: ClusterPlan, host: string): HostReport {
     const h = plan.hosts.find(x => x.host.name === host)!;
     const runsVllm = h.role === "head" || plan.backend === "mp";
