@@ -60,13 +60,30 @@ function reloadWith(spec: ClusterSpec, servers: readonly string[], drained: numb
 }
 
 /**
+ * The front nginx's own sockets, as the inode numbers of the socket descriptors its processes hold: read inside the
+ * proxy container (its own PID namespace: only nginx's processes) as `nobody`, the workers' user (proxyPlan.ts nginxConf
+ * `user nobody nogroup`). A process's /proc/PID/fd may be listed by its own user when it is dumpable (proc(5), "ptrace
+ * access mode PTRACE_MODE_READ_FSCREDS"), and nginx makes each worker dumpable again after it changes user
+ * (src/os/unix/ngx_process_cycle.c ngx_worker_process_init: `prctl(PR_SET_DUMPABLE, 1)`); container root could not
+ * (Docker's default capabilities have no CAP_SYS_PTRACE). `ls -l` shows each as `-> socket:[INODE]` (proc(5)). Only
+ * processes named nginx are read. The exit status is docker exec's: the script itself always ends with `true`.
+ */
+const NGINX_SOCKETS = "for p in /proc/[0-9]*; do [ \"$(cat \"$p/comm\" 2>/dev/null)\" = nginx ] && ls -l \"$p/fd\" 2>/dev/null; done; true";
+
+/**
  * Takes replica `k` out of the front proxy, then waits until the front has no request to it still running: nginx keeps
  * no idle connection to an upstream server without `keepalive` (ngx_http_upstream_module `keepalive`: it "activates the
- * cache for connections to upstream servers"), so each established connection from this host to the replica's server
- * is one request in flight; `ss -H -t -n state established dst ADDR:PORT` counts them (iproute2's ss(8), on every host:
- * Debian and Ubuntu install iproute2 by default). At most rollout.drainSeconds; requests still running then are cut
- * when the replica stops (the JSON line says how many). Prints one JSON line: replica, server, the host's clock when it
- * was taken out (`drainedAt`, seconds since the epoch) and when its requests had finished (`drainedUntil`), and the count.
+ * cache for connections to upstream servers"), so each established connection from the front nginx to the replica's
+ * server is one request in flight. `ss -H -t -n -e state established dst ADDR:PORT` lists every such connection on this
+ * host with its socket's inode (`ino:`; iproute2's ss(8), on every host: Debian and Ubuntu install iproute2 by default),
+ * and only those whose inode is one of nginx's own sockets (NGINX_SOCKETS) are counted: another local user's
+ * connections to the same address no longer hold the drain to its limit (issue 50, finding 5). Chosen over ss's
+ * `cgroup` filter (cgroup v2 only: on a cgroup v1 host it matches nothing, and the drain would wait for nothing) and
+ * over `ss -p` (it reads the same /proc/PID/fd, which the SSH user may not read for nginx's workers). Should the
+ * container not answer, every connection to the server is counted, as before, and the JSON line says so
+ * (`counted: "all"`). At most rollout.drainSeconds; requests still running then are cut when the replica stops (the
+ * JSON line says how many). Prints one JSON line: replica, server, the host's clock when it was taken out (`drainedAt`,
+ * seconds since the epoch) and when its requests had finished (`drainedUntil`), the count, and what was counted.
  */
 function drain(spec: ClusterSpec, servers: readonly string[], k: number): CommandPlan {
     const server = servers[k - 1];
@@ -78,12 +95,15 @@ function drain(spec: ClusterSpec, servers: readonly string[], k: number): Comman
             ...reloadWith(spec, servers, k),
             "drained_at=$(date +%s.%N); start=$(date +%s)",
             "while :; do",
-            `  running=$(ss -H -t -n state established dst ${shq(server)} | wc -l)`,
+            `  if fds=$(${argvLine(["docker", "exec", "-u", "nobody", proxyContainerName(), "sh", "-c", NGINX_SOCKETS])}); then counted=nginx; else counted=all; fi`,
+            `  sockets=$(printf '%s\\n' "$fds" | sed -n 's/.* socket:\\[\\([0-9]*\\)\\]$/\\1/p')`,
+            `  running=$(ss -H -t -n -e state established dst ${shq(server)} | awk -v counted="$counted" -v sockets=" $(echo $sockets) " ` +
+                `'counted == "all" { n++; next } { for (i = 1; i <= NF; i++) if ($i ~ /^ino:/ && index(sockets, " " substr($i, 5) " ")) { n++; break } } END { print n + 0 }')`,
             `  [ "$running" -eq 0 ] && break`,
             `  [ $(( $(date +%s) - start )) -ge ${limit} ] && break`,
             "  sleep 1",
             "done",
-            `printf '{"replica": ${k}, "server": "%s", "drainedAt": %s, "drainedUntil": %s, "stillRunning": %s}\\n' ${shq(server)} "$drained_at" "$(date +%s.%N)" "$running"`,
+            `printf '{"replica": ${k}, "server": "%s", "drainedAt": %s, "drainedUntil": %s, "stillRunning": %s, "counted": "%s"}\\n' ${shq(server)} "$drained_at" "$(date +%s.%N)" "$running" "$counted"`,
         ]),
         timeoutSeconds: seconds,
     };

@@ -61,7 +61,10 @@ function fakeDocker(dir: string): string {
         "#!/bin/sh",
         'case "$1" in',
         "  inspect) echo true ;;",
-        `  exec) shift 2; [ "$1" = nginx ] || exit 64; exec ${NGINX} -t -q -p ${dir} -c ${dir}/nginx.conf ;;`,
+        // `exec -u USER CONTAINER sh -c SCRIPT` (the drain's list of nginx's sockets): SCRIPT as USER on this host, whose
+        // /proc shows every process; the script reads only those named nginx, as in the container's own PID namespace.
+        `  exec) if [ "$2" = -u ]; then user=$3; shift 4; [ "$1" = sh ] || exit 64; exec setpriv --reuid="$user" --regid=nogroup --clear-groups "$@"; fi`,
+        `        shift 2; [ "$1" = nginx ] || exit 64; exec ${NGINX} -t -q -p ${dir} -c ${dir}/nginx.conf ;;`,
         `  kill) [ "$2 $3" = "--signal HUP" ] || exit 64; kill -HUP ${pid} ;;`,
         `  top) exec ps -f --ppid ${pid} ;;`,
         "  *) exit 64 ;;",
@@ -162,6 +165,27 @@ describe("a rolling update's drain and undrain against the real nginx", () => {
         assert.ok(again.some(r => r.replica === "two") && again.some(r => r.replica === "one"), "both replicas serve again");
     });
 
+    test("another local user's idle connections to the replica's address do not hold the drain: only nginx's are counted (issue 50)", async () => {
+        // As `nobody` (the user nginx's workers run as, here and in the container), 3 idle connections to replica 2.
+        const [host, p2] = servers[1].split(":");
+        const idle = spawn("setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "bash", "-c",
+            `exec 3<>/dev/tcp/${host}/${p2} 4<>/dev/tcp/${host}/${p2} 5<>/dev/tcp/${host}/${p2}; echo open; sleep 60`], { stdio: ["ignore", "pipe", "inherit"] });
+        try {
+            await new Promise<void>(resolve => idle.stdout!.once("data", () => resolve()));
+            const established = spawnSync("ss", ["-H", "-t", "-n", "state", "established", "dst", servers[1]], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean);
+            assert.equal(established.length, 3, "the other user's connections are there");
+            const t0 = Date.now();
+            const drained = await run(rollouts[1].drain.create, bin);
+            assert.equal(drained.code, 0, drained.stderr);
+            assert.equal(drained.json!.stillRunning, 0, JSON.stringify(drained.json));
+            assert.equal(drained.json!.counted, "nginx");
+            assert.ok(Date.now() - t0 < 2500, `it did not wait drainSeconds (3 s): ${Date.now() - t0} ms`);
+        } finally {
+            idle.kill();
+            assert.equal((await run(rollouts[1].undrain.create, bin)).code, 0);
+        }
+    });
+
     test("a request longer than rollout.drainSeconds is reported as still running when the drain gives up", async () => {
         one.state.delayMs = two.state.delayMs = 6000;
         // Six at once: each of nginx's two workers balances on its own counts, so replica 2 gets some of them.
@@ -173,6 +197,7 @@ describe("a rolling update's drain and undrain against the real nginx", () => {
             const drained = await run(rollouts[1].drain.create, bin);
             assert.equal(drained.code, 0, drained.stderr);
             assert.equal(drained.json!.stillRunning, two.state.running, JSON.stringify(drained.json));
+            assert.equal(drained.json!.counted, "nginx", "nginx's own connections, read as its workers' user");
             assert.ok(Date.now() - t0 >= 3000, "it waited drainSeconds (3 s)");
             assert.deepEqual((await Promise.all(slow)).map(r => r.status), Array(6).fill(200), "nginx itself cuts nothing; the relaunch would");
         } finally {
