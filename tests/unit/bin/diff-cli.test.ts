@@ -67,9 +67,10 @@ test("spark-vllm diff predicts the same replacements and updates as before the r
             const eq = change.indexOf("=");
             const after = setPath(r, change.slice(0, eq), JSON.parse(change.slice(eq + 1)));
             // The memory gates (issue 11), fabric ranks (issue 12), the copy token and the endpoint proxy (issue 13) and the
-            // serving proof (issue 15), the after-load memory (issue 29) came after the recording: the only names it cannot hold.
+            // serving proof (issue 15), the after-load memory (issue 29) and the image proof (issue 46) came after the recording:
+            // the only names it cannot hold.
             const got = Object.fromEntries(diffPlans(planOf(r), planOf(after))
-                .filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof|loaded)$/.test(c.name) && c.name !== n.of("weights-token") && !/^spark-proxy(-|$)/.test(c.name))
+                .filter(c => c.op !== "same" && !/-(memory|fabric|serving-proof|loaded|image-check)$/.test(c.name) && c.name !== n.of("weights-token") && !/^spark-proxy(-|$)/.test(c.name))
                 .map(c => [c.name, c.op]));
             // Since issue 29 the weights commands check the real size against TP × PP × gpuMemoryUtilization (hostCommands.ts
             // weightsFitArgs): a change of those runs them again, and the compatibility check that follows them.
@@ -112,7 +113,7 @@ const CHANGES: Array<[string, string, unknown, string[]]> = [
     // The proxy carries the served name in its labels (components/plan/ownership.ts): a rename replaces it too (seconds).
     ["the served name", "model.servedName", "qwen", [n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), n.of("proxy"), ...GATES, ...LOADED]],
     ["the image", "image", `vllm/vllm-openai:v0.17.2@sha256:${"1".repeat(64)}`, [
-        "spark-spark-a-image", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
+        "spark-spark-a-image", "spark-spark-a-image-check", "spark-spark-b-image-check", "spark-spark-a-container", "spark-spark-a-weights", "spark-spark-b-image", "spark-spark-b-container",
         "spark-spark-b-weights", n.of("compat"), n.of("ray-head"), n.host("spark-b", "ray"), n.of("ray-probe"),
         n.of("vllm-launch"), n.of("endpoint-probe"), n.of("serving-proof"), ...GATES, ...LOADED, ...RANKS]],
     ["a worker's fabric address", "hosts[1].fabric.address", "192.168.100.12", [
@@ -139,7 +140,7 @@ test("a flag change: only the vLLM launch's inputs change; a worker's ssh port r
         [...GATES.map(g => [g, ["triggers"]]), [n.of("vllm-launch"), ["create", "triggers"]]]);
     const port = diffPlans(planOf(before), planOf(setPath(before, "hosts[1].ssh.port", 2222)));
     assert.deepEqual(port.filter(c => c.op !== "same").map(c => [c.name, c.op]),
-        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-weights", "update"], [n.host("spark-b", "fabric"), "update"],
+        [["spark-spark-b-docker", "update"], ["spark-spark-b-tools", "update"], ["spark-spark-b-preflight", "update"], ["spark-spark-b-image-check", "update"], ["spark-spark-b-weights", "update"], [n.host("spark-b", "fabric"), "update"],
             [n.host("spark-b", "ray"), "replace"], [n.of("ray-probe"), "replace"], ...GATES.map(g => [g, "replace"]),
             [n.of("vllm-launch"), "replace"], [n.of("endpoint-probe"), "replace"], ...LOADED.map(l => [l, "replace"]), [n.of("serving-proof"), "replace"]]);
 });
@@ -218,15 +219,15 @@ test("--rotate tlsCertificate / tlsPrivateKey: with endpoint.tls given, the cert
 test("spark-vllm diff --rotate: the table, the Docker note, an unread secret, --set beside it, --json, and refusals; docs/offline.md shows it", () => {
     const ssh = cli(["diff", "--stack", "spark", "--rotate", "sshPrivateKey"]);
     assert.equal(ssh.status, EXIT.ok, ssh.stderr);
-    assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 20 to update, 0 to create, 0 to delete, 10 unchanged$/m);
+    assert.match(ssh.stdout, /^stack spark with a new sshPrivateKey: 0 to replace, 22 to update, 0 to create, 0 to delete, 10 unchanged$/m);
     assert.match(ssh.stdout, /^ {2}~ {2}spark-vllm-launch +update {3}inputs: connection; connection\.privateKey \(secret\) changes: update runs create again; a running identical launch is kept/m);
-    assert.match(ssh.stdout, /sshPrivateKey: read by the 20 remote commands only; the Docker providers log in with the agent or ~\/\.ssh\/config/);
+    assert.match(ssh.stdout, /sshPrivateKey: read by the 22 remote commands only; the Docker providers log in with the agent or ~\/\.ssh\/config/);
     const hf = cli(["diff", "--stack", "spark", "--rotate", "spark-vllm:hfToken"]);
     assert.equal(hf.status, EXIT.ok, hf.stderr);
     assert.match(hf.stdout, /hfToken: no resource of stack spark reads it: a new value changes nothing/);
     const both = cli(["diff", "--stack", "spark", "--set", "vllm.maxModelLen=65536", "--rotate", "sshPrivateKey", "--json"]);
     const json = JSON.parse(both.stdout);
-    assert.equal(json.rotate.sshPrivateKey.length, 20);
+    assert.equal(json.rotate.sshPrivateKey.length, 22);
     const launch = json.changes.find((c: { name: string }) => c.name === n.of("vllm-launch"));
     assert.equal(launch.op, "replace", "the flag's replacement wins over the key's update");
     assert.deepEqual(launch.inputs, ["create", "triggers"]);
