@@ -136,6 +136,8 @@ test("two TP=2 replicas on four hosts: each led from its own first host, a load 
             assert.ok(l.drain.drainedAt >= rollStarted && l.drain.drainedAt <= l.drain.drainedUntil && l.drain.drainedUntil < l.undrain.undrainedAt,
                 `replica ${l.replica}: drained in this up, then taken back: ${JSON.stringify(l)}`);
             assert.equal(l.drain.stillRunning, 0, `replica ${l.replica}: no request was cut by its relaunch`);
+            // Issue 50: the drain counted the front nginx's own connections (read in the proxy container as nobody).
+            assert.equal(l.drain.counted, "nginx", `replica ${l.replica}: ${JSON.stringify(l.drain)}`);
         }
         const [one, two] = lines;
         assert.ok(one.undrain.undrainedAt <= two.drain.drainedAt, "replica 2 was taken out only after replica 1 was back");
@@ -249,7 +251,7 @@ async function frontRequestsAt(host: string, client: string): Promise<number[]> 
     });
 }
 
-interface Drained { replica: number; server: string; drainedAt: number; drainedUntil: number; stillRunning: number }
+interface Drained { replica: number; server: string; drainedAt: number; drainedUntil: number; stillRunning: number; counted: "nginx" | "all" }
 interface Undrained { replica: number; server: string; undrainedAt: number }
 
 /** Each replica's drain and undrain JSON lines, from their commands' stdout in the stack's state, by replica. */
