@@ -31,6 +31,11 @@ import { diffPlans } from "../bin/diff-command";
 import { planCluster } from "../components/plan/plan";
 import { parseSpec } from "../components/spec/parseSpec";
 import { rawConfigFromStack } from "../components/spec/stackConfig";
+import { loadDuring } from "../tests/e2e/endpointLoad";
+import { DEFAULT_MODELS, QWEN3_30B_A3B } from "../tests/sim/hosts";
+
+/** Two one-host replicas need a model one Spark holds (tests/e2e/replicas.test.ts). */
+const REPLICA_MODEL = { id: QWEN3_30B_A3B.id, servedName: "qwen3-30b", cacheDir: "/root/.cache/huggingface", weights: "present" };
 
 const N = resourceNames();
 /** The plan `spark-vllm diff` compares, from a stack's config. */
@@ -52,8 +57,8 @@ const HOSTS = hostsArg >= 0 ? argv[hostsArg + 1].split(",").map(x => {
 }) : undefined;
 
 const P = QUICK
-    ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
-    : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, evalRuns: 3, evalHosts: [2, 8, 64] };
+    ? { upRuns: 1, hostCounts: [2], loadSeconds: 2, crashRuns: 1, hangRuns: 1, compatRuns: 1, imageRuns: 1, evalRuns: 1, evalHosts: [2, 8] }
+    : { upRuns: 3, hostCounts: [2, 4], loadSeconds: 5, crashRuns: 5, hangRuns: 5, compatRuns: 3, imageRuns: 3, evalRuns: 3, evalHosts: [2, 8, 64] };
 if (HOSTS) P.evalHosts = HOSTS;
 const runsArg = argv.indexOf("--runs");
 /** --runs N: evaluations per host count (default 3; 1 with --quick). */
@@ -119,7 +124,7 @@ async function startOwnSim(hosts: number): Promise<Sim> {
         await sleep(15_000);
     }
     // Not force: if somebody started a sim since the check, startSim refuses instead of stopping theirs.
-    return startSim({ hosts });
+    return startSim({ hosts, models: [...DEFAULT_MODELS, QWEN3_30B_A3B] });
 }
 
 const simStack = (name: string, n: number, opts: SimStackOptions = {}): Stack =>
@@ -246,9 +251,10 @@ async function compatScenario(run: number): Promise<{ seconds: number; processSe
     try {
         const started = Date.now();
         const r = await up(stack);
-        mustFail(r, "up with the 0.14.0 image", new RegExp(`${N.of("compat")}[\\s\\S]*Qwen3_5MoeForConditionalGeneration`));
-        const verdict = r.ops.find(o => o.name === N.of("compat") && o.failed);
-        if (!verdict) throw new Error(`no failed ${N.of("compat")} op`);
+        // Refused by the image proof on the hosts (issue 46), before any container: the weights are on the sim's hosts.
+        mustFail(r, "up with the 0.14.0 image", /image-check[\s\S]*Qwen3_5MoeForConditionalGeneration/);
+        const verdict = r.ops.find(o => o.name.endsWith("-image-check") && o.failed);
+        if (!verdict) throw new Error("no failed image-check op");
         const launches = r.ops.filter(o => isLaunch(o.name)).length;
         const out = { seconds: secs(verdict.endMs), processSeconds: secs(r.startedAt + verdict.endMs - started), launches };
         log(`compat #${run}: 0.14.0 refused ${out.seconds} s after up started (${out.processSeconds} s incl. process start), ${launches} launches`);
@@ -256,6 +262,49 @@ async function compatScenario(run: number): Promise<{ seconds: number; processSe
     } finally {
         await cleanUp(stack);
     }
+}
+
+/**
+ * An image change under a steady load through the endpoint (4 lanes, a request each 0.5 s per lane; issue 46): on one
+ * TP=2 replica over both hosts, an image the proof refuses (no-sm12x) and then a good one (ray-2.52, the same vLLM);
+ * on two one-host replicas, a good one. The unavailable time is from the first failed request to the last.
+ */
+async function imageScenario(run: number): Promise<{ refusedFailed: number; refusedSent: number; goodDownSeconds: number; goodFailed: number; goodSent: number;
+    goodProvenAtSeconds: number; replicasFailed: number; replicasSent: number }> {
+    const one = simStack(`image-${run}`, 2);
+    const result = { refusedFailed: 0, refusedSent: 0, goodDownSeconds: 0, goodFailed: 0, goodSent: 0, goodProvenAtSeconds: 0, replicasFailed: 0, replicasSent: 0 };
+    try {
+        await sim.setFaults("spark-a", { load_seconds: P.loadSeconds });
+        const r = mustSucceed(await up(one), "up for the image change");
+        const { endpoint, apiKey, modelName } = r.outputs as Record<string, string>;
+        one.config["spark-vllm:image"] = sim.images["no-sm12x"];
+        const refused = await loadDuring(() => up(one), endpoint, apiKey, modelName);
+        mustFail(refused.result, "up with an image the proof refuses", /image-check[\s\S]*cannot run on this GPU/);
+        one.config["spark-vllm:image"] = sim.images["ray-2.52"];
+        const good = await loadDuring(() => up(one), endpoint, apiKey, modelName);
+        mustSucceed(good.result, "up with a good new image");
+        const proven = Math.max(...good.result.ops.filter(o => o.name.endsWith("-image-check")).map(o => o.endMs));
+        Object.assign(result, { refusedFailed: refused.failed.length, refusedSent: refused.sent, goodDownSeconds: round(good.downSeconds),
+            goodFailed: good.failed.length, goodSent: good.sent, goodProvenAtSeconds: secs(proven - good.startedMs) });
+    } finally {
+        await cleanUp(one);
+    }
+    const two = simStack(`image-replicas-${run}`, 2, { vllm: { tensorParallelSize: 1 }, model: REPLICA_MODEL });
+    two.config["spark-vllm:replicas"] = 2;
+    two.policyPack = false;
+    try {
+        const r = mustSucceed(await up(two), "up of two replicas for the image change");
+        const { endpoint, apiKey, modelName } = r.outputs as Record<string, string>;
+        two.config["spark-vllm:image"] = sim.images["ray-2.52"];
+        const rolled = await loadDuring(() => up(two), endpoint, apiKey, modelName);
+        mustSucceed(rolled.result, "up of two replicas with a good new image");
+        Object.assign(result, { replicasFailed: rolled.failed.length, replicasSent: rolled.sent });
+    } finally {
+        await cleanUp(two);
+    }
+    log(`image #${run}: refused ${result.refusedFailed}/${result.refusedSent} failed; good: down ${result.goodDownSeconds} s (${result.goodFailed}/${result.goodSent} failed, ` +
+        `proven at +${result.goodProvenAtSeconds} s); two replicas: ${result.replicasFailed}/${result.replicasSent} failed`);
+    return result;
 }
 
 // ---------------------------------------------------------------- main
@@ -285,7 +334,9 @@ async function simulated(): Promise<Record<string, any>> {
         for (let run = 1; run <= P.hangRuns; run++) hangs.push(await hangScenario(run));
         const compat = [];
         for (let run = 1; run <= P.compatRuns; run++) compat.push(await compatScenario(run));
-        return { ups, crashes, hangs, compat };
+        const images = [];
+        for (let run = 1; run <= P.imageRuns; run++) images.push(await imageScenario(run));
+        return { ups, crashes, hangs, compat, images };
     } finally {
         await sim.stop();
         fs.rmSync(work_, { recursive: true, force: true });
@@ -525,6 +576,8 @@ async function main(): Promise<void> {
         processSeconds: summarize(s.compat.map((c: any) => c.processSeconds)),
         launchesBeforeVerdict: summarize(s.compat.map((c: any) => c.launches)),
     };
+    const images = s.images as Array<Record<string, number>>;
+    const image = Object.fromEntries(Object.keys(images[0]).map(k => [k, summarize(images.map(i => i[k]))])) as Record<string, ReturnType<typeof summarize>>;
     const evaluation = evaluationSummary(evals);
     const cli = cliBench();
 
@@ -559,6 +612,14 @@ async function main(): Promise<void> {
     rows.push({ figure: "Compatibility verdict: start of `up` → 0.14.0 refused", value: compat.seconds, unit: "s",
         note: "before any launch; rises if the check moves after Ray or vLLM start, or becomes slow" });
     rows.push({ figure: "Launches before the compatibility verdict", value: compat.launchesBeforeVerdict, unit: "count", note: "0. > 0 if Ray or vLLM start before the check" });
+    rows.push({ figure: "Image change, one TP=2 replica, refused image: failed requests", value: image.refusedFailed, unit: "count",
+        note: `of ${fmt(image.refusedSent.median)} under a steady load; goal 0 (before issue 46: 248 of 364, and down after the up)` });
+    rows.push({ figure: "Image change, one TP=2 replica, good image: endpoint unavailable", value: image.goodDownSeconds, unit: "s",
+        note: `first to last failed request (${fmt(image.goodFailed.median)} of ${fmt(image.goodSent.median)}); goal: the new version's load (L = ${P.loadSeconds} s) + at most 5 s; before issue 46: 44 s` });
+    rows.push({ figure: "Image change, one TP=2 replica, good image: proofs done, from the up's start", value: image.goodProvenAtSeconds, unit: "s",
+        note: "no request fails before this: the old version serves while the new image is proven" });
+    rows.push({ figure: "Image change, two one-host replicas, good image: failed requests", value: image.replicasFailed, unit: "count",
+        note: `of ${fmt(image.replicasSent.median)} under a steady load; goal 0 (before issue 46: 188 of 499)` });
     rows.push(...evaluationRows(evaluation), ...cli.rows);
 
     const chainLines: string[] = [];
@@ -580,6 +641,7 @@ async function main(): Promise<void> {
         failureToError: { crash, hang },
         rerun,
         compatibility: compat,
+        imageChange: image,
         evaluation,
         cli: cli.summary,
         runs: { ...s, evaluations: evals, cli: cli.runs },
