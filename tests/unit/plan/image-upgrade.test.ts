@@ -102,7 +102,7 @@ test("several replicas: each replica's containers wait for its drain, and each d
 });
 
 test("several replicas: a new image or container setting drains every replica again; an unchanged stack drains none", () => {
-    const digest = (rs: PlannedResource[], k: number) => JSON.stringify(byName(rs, resourceNames(undefined, k).of("drain")).inputs.triggers);
+    const digest = (rs: PlannedResource[], k: number) => JSON.stringify((byName(rs, resourceNames(undefined, k).of("drain")).inputs as { triggers: unknown[] }).triggers);
     const base = resources(2, { replicas: 2 });
     assert.equal(digest(resources(2, { replicas: 2 }), 1), digest(base, 1));
     for (const other of [resources(2, { replicas: 2, image: OTHER_IMAGE }), resources(2, { replicas: 2, shm: 32768 })])
