@@ -46,3 +46,17 @@ test("endpoint-requires-api-key: an unknown stdin (the key not generated yet) is
     assert.deepEqual(run("IFS= read -r VLLM_API_KEY; export VLLM_API_KEY; vllm serve m"), []);
     assert.equal(run("vllm serve m").length, 1);
 });
+
+test("image-change-interrupts-serving reads the vLLM containers' unknown image through the server's proxy, beside the proxy's known one", () => {
+    const container = (name: string, host: string | undefined, image: string) => ({ type: CONTAINER, name, urn: name, props: p.unknownCheckingProxy({
+        image, labels: host ? [{ label: "spark-vllm.host", value: host }, { label: "spark-vllm.role", value: "head" }] : [{ label: "spark-vllm.role", value: "proxy" }] }) });
+    const judge = (vllmImage: string, proxyImage: string) => {
+        const out: string[] = [];
+        const resources = [container("spark-spark-a-container", "spark-a", vllmImage), container("spark-proxy", undefined, proxyImage)];
+        (policy("image-change-interrupts-serving") as StackValidationPolicy).validateStack!({ resources, getConfig: () => ({}) } as any, (m: string) => out.push(m));
+        return out;
+    };
+    assert.equal(judge(p.unknownStringValue, "nginx@sha256:" + "e".repeat(64)).length, 1, "a new image on a deployed stack");
+    assert.deepEqual(judge(digest("a"), "nginx@sha256:" + "e".repeat(64)), [], "the image stays");
+    assert.deepEqual(judge(p.unknownStringValue, p.unknownStringValue), [], "a first deploy");
+});
