@@ -87,13 +87,15 @@ class Preflight(unittest.TestCase):
     kernel_log = {"readable": True, "nvrmNoMemory": 0, "nvrmNoMemoryLines": [], "xid": 0, "xidLines": []}
 
     def run_preflight(self, args, gpus, docker, iface):
+        # test_cache_chain.py calls this with self None: the healthy kernel then.
+        kernel, kernel_log = (self or Preflight).kernel, (self or Preflight).kernel_log
         out, err = io.StringIO(), io.StringIO()
         with mock.patch.object(pf, "gpu_facts", return_value=gpus), \
                 mock.patch.object(pf, "docker_facts", return_value=docker), \
                 mock.patch.object(pf, "iface_facts", return_value=iface), \
                 mock.patch.object(pf.platform, "machine", return_value="aarch64"), \
-                mock.patch.object(pf, "kernel_facts", return_value=self.kernel), \
-                mock.patch.object(pf, "kernel_log_facts", return_value=self.kernel_log), \
+                mock.patch.object(pf, "kernel_facts", return_value=kernel), \
+                mock.patch.object(pf, "kernel_log_facts", return_value=kernel_log), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 pf.preflight(args)
