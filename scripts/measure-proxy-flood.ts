@@ -3,10 +3,12 @@
 // several: the figures in docs/security.md ("Connections per client"). Needs root and nginx (tests/unit/plan/realNginx.ts).
 //   node --import tsx scripts/measure-proxy-flood.ts [COUNTS...]     (default 1000 1900 2100 4000 16000 28000)
 import * as http from "node:http";
+import * as path from "node:path";
+import { spawn } from "node:child_process";
 import { parseSpec } from "../components/spec/parseSpec";
 import { REPLICAS_FILE, nginxConf, replicasFile } from "../components/plan/proxyPlan";
 import { freePort, startNginx } from "../tests/unit/plan/realNginx";
-import { holdPartialHeaders, requestsFrom } from "../tests/unit/plan/connectionFlood";
+import { requestsFrom } from "../tests/unit/plan/connectionFlood";
 import { rawConfig } from "../tests/fixtures";
 
 const KEY = "measureKey0123456789abcdefghijklmnop";
@@ -25,17 +27,25 @@ async function main() {
                 { files: front ? { [REPLICAS_FILE]: replicasFile(servers) } : {} });
             const request = `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nConnection: close\r\n\r\n`;
             for (let i = 0; i < 100 && (await requestsFrom(port, "127.0.0.2", 1, request))[0] !== 200; i++) await new Promise(r => setTimeout(r, 50));
-            const t0 = Date.now(); console.error("flooding", count);
-            const flood = await holdPartialHeaders(port, count, "127.0.0.1", { batch: 500, refill: true });
+            // The flood in a process of its own, so the second client's requests are not slowed by its event loop.
+            const flood = spawn(process.execPath, ["--import", "tsx", "-e",
+                `require("./tests/unit/plan/connectionFlood").holdPartialHeaders(${port}, ${count}, "127.0.0.1", { batch: 500, refill: true })` +
+                `.then(f => { console.log("opened " + f.opened + " failed " + f.failed); setInterval(() => console.log("holding " + f.open() + " closed " + f.closedByServer()), 1000); })`],
+                { cwd: path.join(__dirname, ".."), stdio: ["ignore", "pipe", "inherit"] });
+            let said = "";
+            flood.stdout!.on("data", d => (said += d));
+            const t0 = Date.now();
+            while (!/opened/.test(said) && Date.now() - t0 < 400_000) await new Promise(r => setTimeout(r, 200));
             const held = Date.now() - t0;
-            await new Promise(r => setTimeout(r, 1000));
-            const holding = flood.open();
+            await new Promise(r => setTimeout(r, 2000));
             const other = await requestsFrom(port, "127.0.0.2", 10, request);
-            const closed = flood.closedByServer();
-            flood.end();
+            flood.kill();
+            await new Promise(r => flood.once("exit", r));
+            const [opened, failed] = (/opened (\d+) failed (\d+)/.exec(said) ?? []).slice(1).map(Number);
+            const [holding, closed] = ([...said.matchAll(/holding (\d+) closed (\d+)\n/g)].pop() ?? []).slice(1).map(Number);
             const complaints = nginx.stderr().split("\n").filter(l => /not enough|Too many open files|limiting/.test(l)).length;
             await nginx.stop();
-            console.log(JSON.stringify({ proxy: front ? "front of replicas" : "one replica", held: count, opened: flood.opened, holding, failedToOpen: flood.failed,
+            console.log(JSON.stringify({ proxy: front ? "front of replicas" : "one replica", held: count, opened, holding, failedToOpen: failed,
                 closedByServerMeanwhile: closed, secondClientOk: other.filter(s => s === 200).length, of: other.length, statuses: [...new Set(other)], msToOpen: held, nginxComplaints: complaints }));
         }
     }
