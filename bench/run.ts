@@ -283,7 +283,7 @@ async function imageScenario(run: number): Promise<{ refusedFailed: number; refu
         one.config["spark-vllm:image"] = sim.images["ray-2.52"];
         const good = await loadDuring(() => up(one), endpoint, apiKey, modelName);
         mustSucceed(good.result, "up with a good new image");
-        const proven = Math.max(...good.result.ops.filter(o => o.name.endsWith("-image-check")).map(o => o.endMs));
+        const proven = good.result.startedAt + Math.max(...good.result.ops.filter(o => o.name.endsWith("-image-check")).map(o => o.endMs));
         Object.assign(result, { refusedFailed: refused.failed.length, refusedSent: refused.sent, goodDownSeconds: round(good.downSeconds),
             goodFailed: good.failed.length, goodSent: good.sent, goodProvenAtSeconds: secs(proven - good.startedMs) });
     } finally {

@@ -199,12 +199,15 @@ describe("an image change on one replica, TP=2 over both hosts (issue 46)", () =
             stack.config["spark-vllm:image"] = s.images["ray-2.52"];
             const good = await loadDuring(() => up(stack), endpoint, apiKey, modelName);
             assert.equal(good.result.error, undefined, good.result.error);
-            const proven = Math.max(...checks(good.result).map(o => o.endMs));
+            // Op times are milliseconds from the up's own start (Report.startedAt, the engine's clock).
+            const at = (ms: number) => good.result.startedAt + ms;
+            const proven = at(Math.max(...checks(good.result).map(o => o.endMs)));
             const probe = good.result.ops.find(o => o.name === N.of("endpoint-probe"))!;
             console.log(`good image: ${good.sent} requests during the up, ${good.failed.length} failed, down ${good.downSeconds.toFixed(1)} s ` +
                 `(the proofs ended at +${((proven - good.startedMs) / 1000).toFixed(1)} s, first failure +${good.firstFailedAt}, last +${good.lastFailedAt}, ` +
-                `endpoint proven at +${((probe.endMs - good.startedMs) / 1000).toFixed(1)} s)`);
+                `endpoint proven at +${((at(probe.endMs) - good.startedMs) / 1000).toFixed(1)} s)`);
             assert.equal(checks(good.result).length, 2, "both hosts proved the new image");
+            assert.ok(proven > good.startedMs && proven < good.startedMs + 600_000, `the proofs ended during the up: ${proven - good.startedMs} ms`);
             if (good.firstFailedAt !== undefined)
                 assert.ok(good.startedMs + good.firstFailedAt * 1000 >= proven - 1000, "nothing failed before the new image was proven on every host");
             assert.notDeepEqual(await containerIds(), serving.ids, "the containers run the new image");
