@@ -24,7 +24,7 @@ export interface SparkClusterArgs {
     spec: ClusterSpec;
     /** SSH private key for remote commands. Default: the ssh-agent at SSH_AUTH_SOCK. */
     sshPrivateKey?: pulumi.Input<string>;
-    /** API key the endpoint requires. Default: a generated 40-character RandomPassword. */
+    /** API key the endpoint requires: 32 to 512 characters of RFC 6750's b64token (components/spec/apiKey.ts). Default: a generated 40-character RandomPassword. */
     apiKey?: pulumi.Input<string>;
     /** Keep the image on the hosts when the stack is destroyed. Default: true (vLLM images are tens of GB). */
     keepImage?: boolean;
