@@ -30,7 +30,8 @@ export interface ContainerPlan {
     platform: string;
     /** Environment in a stable order. */
     env: Array<[string, string]>;
-    mounts: Array<{ hostPath: string; containerPath: string }>;
+    /** Bind mounts; `readOnly`: the container may read, never write, what is there (Docker's `readonly` bind option). */
+    mounts: Array<{ hostPath: string; containerPath: string; readOnly?: boolean }>;
     devices: Array<{ hostPath: string; containerPath: string }>;
     ulimits: Array<{ name: string; soft: number; hard: number }>;
     capabilities: string[];

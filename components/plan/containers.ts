@@ -3,6 +3,7 @@
 import { ClusterSpec, HostSpec } from "../spec/spec";
 import { ContainerPlan, Role } from "./clusterPlan";
 import { containerName } from "./naming";
+import { proxyDir } from "./proxyPlan";
 import { toolsPath } from "./toolsProgram";
 import { RAY_NON_CARRY_OVER, rayAuthEnv } from "./rayAuth";
 import { Owner, ownerEnv, ownerLabels } from "./ownership";
@@ -68,7 +69,14 @@ export function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, own
         platform: host.platform,
         // The owner in every process docker exec starts there (components/plan/ownership.ts).
         env: [...containerEnv(spec, host), ...(owner ? [ownerEnv(owner)] : [])],
-        mounts: [sameDir(spec.model.cacheDir), sameDir(spec.logDir)],
+        // logDir read-write (the helper program, the logs and pid files of what runs in it, the fabric check's verdicts),
+        // and on the head the proxy's directory in it read-only at the same path: the endpoint probe reads tls.crt there,
+        // and nothing in this container may write nginx.conf, api-key.map or replicas.conf, which nginx and status trust
+        // (issue 50). Docker mounts a path below another after it (moby volume/mounts sortMounts, by depth), and a mount
+        // point cannot be renamed or removed from inside (EBUSY); remounting it writable needs CAP_SYS_ADMIN, which
+        // Docker's default capabilities lack.
+        mounts: [sameDir(spec.model.cacheDir), sameDir(spec.logDir),
+            ...(role === "head" ? [{ ...sameDir(proxyDir(spec)), readOnly: true }] : [])],
         devices: host.fabric.hcas.length > 0 ? [sameDir("/dev/infiniband")] : [],
         ulimits: [
             { name: "memlock", soft: -1, hard: -1 },

@@ -105,7 +105,7 @@ export function containerInputs(c: ContainerPlan, image: string) {
         ulimits: c.ulimits,
         capabilities: { adds: c.capabilities },
         devices: c.devices,
-        mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath })),
+        mounts: c.mounts.map(m => ({ type: "bind", source: m.hostPath, target: m.containerPath, ...(m.readOnly ? { readOnly: true } : {}) })),
         labels: c.labels.map(([label, value]) => ({ label, value })),
         // Started again when the host's dockerd starts (a reboot), unless someone stopped it; its main process, the
         // supervisor, then relaunches Ray and vLLM (components/plan/launches.ts). Updates in place (DESIGN.md, "Facts learned

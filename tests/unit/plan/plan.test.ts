@@ -155,7 +155,9 @@ test("the helper program goes into a private logDir under a mktemp name; a logDi
         assert.equal(ok.status, 0, ok.stderr);
         assert.equal(fs.statSync(logDir).mode & 0o777, 0o700, "logDir is private");
         assert.equal(fs.readFileSync(path.join(logDir, "spark_vllm_tools.py"), "utf8"), "print('helper')\n");
-        assert.deepEqual(fs.readdirSync(logDir), ["spark_vllm_tools.py"], "no temporary file left");
+        // The head's proxy directory too, private: the head's container mounts it read-only (issue 50).
+        assert.deepEqual(fs.readdirSync(logDir), ["proxy", "spark_vllm_tools.py"], "no temporary file left");
+        assert.equal(fs.statSync(path.join(logDir, "proxy")).mode & 0o777, 0o700, "the proxy directory is private");
         fs.chmodSync(logDir, 0o777);
         const open = run();
         assert.equal(open.status, 1);
