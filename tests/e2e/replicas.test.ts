@@ -211,11 +211,17 @@ test("two one-host replicas behind one endpoint: a load reaches both with no fai
         console.log(`${upgraded.sent} requests through the rolled image change: ${upgraded.failed.length} failed`);
         assert.deepEqual(upgraded.failed, []);
         const op = (name: string) => upgraded.result.ops.find(o => o.name === name)!;
-        const [c1, c2] = s.hosts.map(h => op(resourceNames().host(h.name, "container")));
-        const r1 = resourceNames(undefined, 1), r2 = resourceNames(undefined, 2);
-        assert.deepEqual([c1.op, c2.op], ["replace", "replace"]);
-        assert.ok(op(r1.of("drain")).endMs <= c1.startMs && c1.endMs <= op(r1.of("undrain")).startMs, "replica 1's container replaced while it was drained");
-        assert.ok(op(r1.of("undrain")).endMs <= op(r2.of("drain")).startMs && op(r2.of("drain")).endMs <= c2.startMs, "replica 2's container replaced after replica 1 was back");
+        assert.deepEqual(s.hosts.map(h => op(resourceNames().host(h.name, "container")).op), ["replace", "replace"]);
+        // On the hosts' clocks (an op's span also holds the deletion of a replaced command's old copy, which the engine
+        // runs at the end of the update): each new container was created between its replica's drain and undrain, and
+        // replica 2's only after replica 1 was back.
+        const created = await Promise.all(s.hosts.map(async h =>
+            Date.parse((await s.exec(h.name, `docker inspect -f '{{.Created}}' ${containerName(h.name)}`)).stdout.trim()) / 1000));
+        const imageRoll = rolloutLines();
+        console.log(`image roll on the hosts' clocks: ${JSON.stringify(imageRoll)}; containers created at ${created}`);
+        assert.ok(imageRoll[1].drainedAt! <= created[0] && created[0] <= imageRoll[1].undrainedAt!, "replica 1's container replaced while it was drained");
+        assert.ok(imageRoll[1].undrainedAt! <= imageRoll[2].drainedAt! && imageRoll[2].drainedAt! <= created[1] && created[1] <= imageRoll[2].undrainedAt!,
+            "replica 2's container replaced after replica 1 was back, while replica 2 was drained");
         const idsAfter = await containerIds();
         assert.ok(idsAfter.every((id, i) => id !== idsBefore[i]), "both containers run the new image");
         assert.deepEqual(await load(endpoint, apiKey, modelName, 40, 4), []);
