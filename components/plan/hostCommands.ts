@@ -115,12 +115,13 @@ export function toolsInstall(spec: ClusterSpec, host: HostSpec, content: string,
             `[ "$owner" = "$(id -u)" ] || ${refuse("is owned by uid $owner, not by $(id -un): another user could replace the programs spark-vllm runs there")}`,
             `case "$mode" in ?????w????|????????w?) ${refuse("is writable by others ($mode): files in it could have been planted")};; esac`,
             `chmod 700 ${dir} || exit 1`,
-            // The head's container mounts the proxy directory read-only over logDir's (components/plan/containers.ts): a
-            // bind mount's source must exist when the container is made, before the proxy's configuration is written.
-            ...(host.name === spec.hosts[0].name ? [`mkdir -p ${shq(proxyDir(spec))} && chmod 700 ${shq(proxyDir(spec))} || exit 1`] : []),
             `tmp=$(mktemp ${shq(`${spec.logDir}/.${TOOLS_FILE}.XXXXXX`)}) || exit 1`,
             // A host another stack holds is refused before its logDir gets our program (components/plan/ownership.ts).
             `python3 -c ${shq(UNPACK_TOOLS)} > "$tmp" && chmod 755 "$tmp" && ${owner ? `python3 "$tmp" ${argvLine(["host-owner", json({ host: host.name, owner: ownerArgs(owner) })])} && ` : ""}sum=$(sha256sum "$tmp" | cut -d' ' -f1) && mv -f "$tmp" ${shq(toolsPath(spec))} || { rm -f "$tmp"; exit 1; }`,
+            // The head's container mounts the proxy directory read-only over logDir's (components/plan/containers.ts): a
+            // bind mount's source must exist when the container is made, before the proxy's configuration is written.
+            // Only once the program is installed: a host another stack holds is left as it was.
+            ...(host.name === spec.hosts[0].name ? [`mkdir -p ${shq(proxyDir(spec))} && chmod 700 ${shq(proxyDir(spec))} || exit 1`] : []),
             // The container's supervisor runs only the program whose sha256 is pinned in it (components/plan/verifiedRun.ts).
             ...pinTools(containerName(host.name), "sum"),
         ]),

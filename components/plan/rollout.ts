@@ -93,14 +93,15 @@ function drain(spec: ClusterSpec, servers: readonly string[], k: number): Comman
         create: inShell(seconds, [
             `command -v ss >/dev/null || { echo ${shq(`spark-vllm: ss (iproute2) is not installed on ${spec.hosts[0].name}: the drain cannot see the requests still running; install iproute2`)} >&2; exit 1; }`,
             ...reloadWith(spec, servers, k),
-            "drained_at=$(date +%s.%N); start=$(date +%s)",
+            // In milliseconds (GNU date's %N): whole seconds could give up a second early, as the clock turned.
+            "drained_at=$(date +%s.%N); start=$(date +%s%N)",
             "while :; do",
             `  if fds=$(${argvLine(["docker", "exec", "-u", "nobody", proxyContainerName(), "sh", "-c", NGINX_SOCKETS])}); then counted=nginx; else counted=all; fi`,
             `  sockets=$(printf '%s\\n' "$fds" | sed -n 's/.* socket:\\[\\([0-9]*\\)\\]$/\\1/p')`,
             `  running=$(ss -H -t -n -e state established dst ${shq(server)} | awk -v counted="$counted" -v sockets=" $(echo $sockets) " ` +
                 `'counted == "all" { n++; next } { for (i = 1; i <= NF; i++) if ($i ~ /^ino:/ && index(sockets, " " substr($i, 5) " ")) { n++; break } } END { print n + 0 }')`,
             `  [ "$running" -eq 0 ] && break`,
-            `  [ $(( $(date +%s) - start )) -ge ${limit} ] && break`,
+            `  [ $(( ($(date +%s%N) - start) / 1000000 )) -ge ${limit * 1000} ] && break`,
             "  sleep 1",
             "done",
             `printf '{"replica": ${k}, "server": "%s", "drainedAt": %s, "drainedUntil": %s, "stillRunning": %s, "counted": "%s"}\\n' ${shq(server)} "$drained_at" "$(date +%s.%N)" "$running" "$counted"`,
