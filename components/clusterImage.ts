@@ -6,7 +6,7 @@ import { sameImage } from "./plan/checks";
 import { ResourceNames } from "./plan/naming";
 import { Wiring, checked } from "./wiring";
 import { IMAGE } from "./plan/resources";
-import { SparkHost, lastJsonLine, lastLineWarnings } from "./sparkHost";
+import { SparkHost, lastJsonLine } from "./sparkHost";
 import { pullCustomTimeouts } from "./knowledge/imagePull";
 
 /** @internal Built only by SparkCluster. */
@@ -55,11 +55,8 @@ export class ClusterImage extends pulumi.ComponentResource {
             checked(() => sameImage(plan.spec.image.reference, plan.hosts.map((h, i) => [h.host.name, ids[i]]))));
         wiring.gate(names.of("images"), { parent: this }, this.agreed);
         // The image proven on every host before any container is created or replaced (components/plan/hostCommands.ts imageCheck).
-        this.checks = plan.hosts.map(h => {
-            const check = wiring.command(names.host(h.host.name, "image-check"), { parent: this });
-            check.stdout.apply(out => lastLineWarnings(out).forEach(w => pulumi.log.warn(w, check)));
-            return check;
-        });
+        // Its warnings (a Ray without token authentication) are not repeated here: compat says them once, from the head's container.
+        this.checks = plan.hosts.map(h => wiring.command(names.host(h.host.name, "image-check"), { parent: this }));
         wiring.gate(names.of("image-checks"), { parent: this });
         this.registerOutputs({ image: this.agreed });
     }
