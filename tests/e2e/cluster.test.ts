@@ -148,7 +148,11 @@ describe("failures stop up with the cause", () => {
             assert.ok(!r.ops.some(o => o.name.endsWith("-container") && o.op !== "same"), "no container was created");
             const verdict = r.ops.find(o => o.name.endsWith("-image-check") && o.failed)!;
             console.log(`compatibility verdict ${(verdict.endMs / 1000).toFixed(1)} s after up started (wall ${(Date.now() - started) / 1000} s incl. process start)`);
-            assert.ok(verdict.endMs - verdict.startMs < 15_000, "the check itself takes seconds");
+            // A throw-away container's start and the image's Python imports (real transformers) on each host at once, on
+            // the 2-core machine beside the other end-to-end files.
+            const took = verdict.endMs - verdict.startMs;
+            console.log(`the image proof took ${(took / 1000).toFixed(1)} s`);
+            assert.ok(took < 30_000, `the check itself takes seconds: ${took} ms`);
         } finally {
             await destroy(stack);
         }
