@@ -529,6 +529,8 @@ export function imageCheck(spec: ClusterSpec, host: HostSpec, owner?: Owner): Co
         modelIfPresent: true,
     };
     const run = [
+        // `--pull never`: run only an image already in the local store, never pull one (docker run reference, `--pull`
+        // always|missing|never, from Docker 20.10).
         "docker", "run", "--rm", "--pull", "never", "--gpus", "all", "--network", "none",
         ...(owner ? ownerLabels(owner, spec).flatMap(([k, v]) => ["--label", `${k}=${v}`]) : []),
         "--label", `spark-vllm.image-check=${host.name}`,

@@ -147,7 +147,7 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
     const launch = (host: HostSpec) => [sshTarget(host)];
 
     const head = plan.head.host;
-    const hosts = plan.hosts, allHosts = plan.hosts;
+    const hosts = plan.hosts;
     const replicas = plan.replicas ?? [plan];
     // Several replicas: the front proxy's host (the first) and its container, where each replica's drain and undrain run.
     const front = head, frontProxy = n.of("proxy");
@@ -239,10 +239,9 @@ export function plannedResources(plan: ClusterPlan, opts: PlannedResourcesOption
         // Several replicas: each replica's containers wait for its drain, so a new image rolls replica by replica as a
         // relaunch does (issue 46): replica k's containers go only once replica k-1 is proven and back in the front.
         hosts.forEach((h, i) => {
-            const imageIndex = allHosts.findIndex(a => a.host.name === h.host.name);
             add({ name: containers[i], type: CONTAINER, host: h.host.name, deleteBeforeReplace: true,
                 inputs: containerInputs(h.container, h.imageFromHead ? h.container.image : repoDigest(h.container.image)),
-                dependsOn: [images[imageIndex], n.of("images"), n.of("image-checks"), ...(i > 0 ? [containers[0]] : []), ...(rollout ? [drain] : [])],
+                dependsOn: [n.host(h.host.name, "image"), n.of("images"), n.of("image-checks"), ...(i > 0 ? [containers[0]] : []), ...(rollout ? [drain] : [])],
                 replacedBy: [n.of("images")] });
         });
         add({ name: n.of("containers"), type: GATE, inputs: {}, dependsOn: containers, replacedBy: containers });

@@ -12,50 +12,56 @@ from spark_vllm.weights import snapshot_dir
 
 
 def compat(args):
+    """modelIfPresent (the image proof before any container, components/plan/hostCommands.ts imageCheck): a host whose
+    cache holds no config.json of the model yet (a first `up` that downloads it) gets what needs no model (the image's
+    vLLM, its CUDA build on this GPU, what the backend needs); the model is checked by compat in the head's container
+    once its weights are in place."""
     started = time.time()
     model = args["model"]
     snap = snapshot_dir(args["cacheDir"], model)
     config_path = snap and os.path.join(snap, "config.json")
-    if not config_path or not os.path.isfile(config_path):
-        if args.get("modelIfPresent"):
-            return image_only(args, started)
+    config = None
+    if config_path and os.path.isfile(config_path):
+        with open(config_path) as f:
+            config = json.load(f)
+    elif not args.get("modelIfPresent"):
         fail(["%s: config.json not found under %s/hub on the head: put the weights there first "
               "(huggingface-cli download %s) or set spark-vllm:model.weights" % (model, args["cacheDir"], model)])
-    with open(config_path) as f:
-        config = json.load(f)
-    archs = config.get("architectures") or []
-    model_type = config.get("model_type")
+    archs = (config or {}).get("architectures") or []
+    model_type = (config or {}).get("model_type")
     try:
         import vllm
         from vllm import ModelRegistry
         version = getattr(vllm, "__version__", "unknown")
-        supported = set(ModelRegistry.get_supported_archs())
+        supported = set(ModelRegistry.get_supported_archs()) if config is not None else set()
     except Exception as e:  # an image without vLLM is a configuration error, not a crash
         fail(["the image has no importable vLLM (%s: %s): use a vLLM image in spark-vllm:image" % (type(e).__name__, e)])
     declared = args.get("declaredVllmVersion")
     problems = []
     if declared and declared != version:
         problems.append("spark-vllm:vllm.version says %s but the image's vLLM is %s: correct the config" % (declared, version))
-    missing = [a for a in archs if a not in supported]
-    if missing:
-        first = data()["firstVllm"].get(missing[0])
-        problems.append(
-            "%s needs architecture %s, which vLLM %s in this image does not support%s. "
-            "Use an image whose vLLM supports it. Copying model files between vLLM versions does not work: "
-            "the model's code lives in vLLM itself."
-            % (model, ", ".join(missing), version,
-               ("; it is supported from vLLM %s" % first) if first else ""))
-    remote_code = "auto_map" in config
-    if remote_code and not args.get("trustRemoteCode"):
-        problems.append("%s ships custom code (config.json auto_map) and needs trust_remote_code: "
-                        "set spark-vllm:model.trustRemoteCode: true after reading that code" % model)
-    known_by, tf_version, config_problem = model_type_known_by(model, snap, model_type, version, remote_code)
-    if config_problem:
-        problems.append(config_problem)
+    known_by = tf_version = None
+    if config is not None:
+        missing = [a for a in archs if a not in supported]
+        if missing:
+            first = data()["firstVllm"].get(missing[0])
+            problems.append(
+                "%s needs architecture %s, which vLLM %s in this image does not support%s. "
+                "Use an image whose vLLM supports it. Copying model files between vLLM versions does not work: "
+                "the model's code lives in vLLM itself."
+                % (model, ", ".join(missing), version,
+                   ("; it is supported from vLLM %s" % first) if first else ""))
+        remote_code = "auto_map" in config
+        if remote_code and not args.get("trustRemoteCode"):
+            problems.append("%s ships custom code (config.json auto_map) and needs trust_remote_code: "
+                            "set spark-vllm:model.trustRemoteCode: true after reading that code" % model)
+        known_by, tf_version, config_problem = model_type_known_by(model, snap, model_type, version, remote_code)
+        if config_problem:
+            problems.append(config_problem)
     image_problems, image_facts = image_checks(args.get("backend", "ray"), version, args.get("device", "cuda"))
     problems += image_problems
     quant_warnings = []
-    if image_facts.get("gpuRuns"):  # vLLM's own kernels only once PyTorch runs on this GPU at all
+    if config is not None and image_facts.get("gpuRuns"):  # vLLM's own kernels only once PyTorch runs on this GPU at all
         quant_problem, quant_warnings, image_facts["quantization"] = quantization_check(
             model, config, version, image_facts.get("capability"), data().get("images", {}).get("kernelsForGb10", {}))
         if quant_problem:
@@ -65,6 +71,11 @@ def compat(args):
     image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray")) + quant_warnings
     for w in image_facts["warnings"]:
         say("warning: " + w)
+    if config is None:
+        say("%s: no config.json on this host yet: the model's architecture is checked once its weights are in place" % model)
+        say(json.dumps(dict(image_facts, model=model, vllmVersion=version, modelChecked=False,
+                            seconds=round(time.time() - started, 2)), sort_keys=True))
+        return
     if known_by == "vllm":
         say("model_type %r of %s: vLLM %s reads it with its own config class (vllm.transformers_utils.config."
             "_CONFIG_REGISTRY)%s" % (model_type, model, version, "" if tf_version is None else
@@ -73,32 +84,6 @@ def compat(args):
         say("model_type %r of %s: transformers %s's AutoConfig reads it" % (model_type, model, tf_version))
     say(json.dumps(dict(image_facts, model=model, architectures=archs, modelType=model_type, vllmVersion=version,
                         transformers=tf_version, modelTypeKnownBy=known_by, seconds=round(time.time() - started, 2)), sort_keys=True))
-
-
-def image_only(args, started):
-    """The image proof of a host whose cache holds no config.json of the model yet (a first `up` that downloads it):
-    what needs no model (the image's vLLM, its CUDA build on this GPU, what the backend needs); the model's
-    architecture is checked by compat in the head's container once the weights are there."""
-    try:
-        import vllm
-        version = getattr(vllm, "__version__", "unknown")
-    except Exception as e:  # an image without vLLM is a configuration error, not a crash
-        fail(["the image has no importable vLLM (%s: %s): use a vLLM image in spark-vllm:image" % (type(e).__name__, e)])
-    problems = []
-    declared = args.get("declaredVllmVersion")
-    if declared and declared != version:
-        problems.append("spark-vllm:vllm.version says %s but the image's vLLM is %s: correct the config" % (declared, version))
-    image_problems, image_facts = image_checks(args.get("backend", "ray"), version, args.get("device", "cuda"))
-    problems += image_problems
-    if problems:
-        fail(problems)
-    image_facts["warnings"] = ray_auth_warnings(image_facts.get("ray"))
-    for w in image_facts["warnings"]:
-        say("warning: " + w)
-    say("%s: no config.json on this host yet: the model's architecture is checked once its weights are in place"
-        % args["model"])
-    say(json.dumps(dict(image_facts, model=args["model"], vllmVersion=version, modelChecked=False,
-                        seconds=round(time.time() - started, 2)), sort_keys=True))
 
 
 def vllm_config_registry():
