@@ -170,7 +170,12 @@ test("the launches check for an identical running launch before they stop anythi
 test("vLLM's delete after a container replacement: a stale pid file (the pid reused, another start time) signals nothing and goes; the launched process is stopped", () => {
     const shell = containerShell();
     const alive = (pid: number) => { try { return !/^[ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/.*\) /s, "")); } catch { return false; } };
-    const other = spawn("sleep", ["60"], { stdio: "ignore", detached: true });
+    // Not a child of this process: its delete waits for the stopped process to be gone, and a child of node stays a
+    // zombie (still in /proc) until node's event loop reaps it, which the synchronous runs below block: the delete then
+    // waited out its whole grace. A shell that exits at once leaves the sleep to init, which reaps it.
+    const spawned = spawnSync("sh", ["-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"], { encoding: "utf8" });
+    const other = { pid: Number(spawned.stdout.trim()), kill: (signal: NodeJS.Signals) => { try { process.kill(Number(spawned.stdout.trim()), signal); } catch { /* gone */ } } };
+    assert.ok(other.pid > 0, spawned.stderr);
     try {
         const logDir = path.join(shell.root, "log");
         fs.mkdirSync(logDir);
