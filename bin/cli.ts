@@ -6,6 +6,8 @@ const USAGE = `usage:
   spark-vllm diff --stack NAME [--set key=value ...] [--rotate SECRET ...]
                                           what a config change or a secret's new value replaces or updates, offline
   spark-vllm diagnose FILE|- [--json]     find the root cause in a vLLM log (- reads stdin)
+  spark-vllm diagnose --stack NAME [--json] [--dir DIR]
+                                          the cluster's root cause from every host's logs, over SSH
   spark-vllm status --stack NAME [--json] is the cluster serving? per host, over SSH (read-only)
   spark-vllm init --stack NAME --host [USER@]ADDRESS[:PORT] ... [--identity KEY] [--model ID] [--image REF] [--dry-run] [--force]
                                           read the Sparks over SSH (read-only) and write Pulumi.NAME.yaml

@@ -1,11 +1,14 @@
 // `spark-vllm diagnose FILE|- [--json]`: the root cause of a vLLM log, offline.
+// `spark-vllm diagnose --stack NAME [--json] [--dir DIR]`: the cluster's root cause from every host's own logs, read
+// over SSH (bin/diagnose-stack.ts).
 // Exit 0: diagnosis found; 1: none found; 2: usage error or unreadable input (bin/shared.ts EXIT).
 import { readFile } from "node:fs/promises";
 import { contextAround, normaliseLog } from "../components/knowledge/diagnosis";
 import { diagnoseWithNccl as diagnose } from "../components/knowledge/nccl";
 import { EXIT } from "./shared";
 
-const USAGE = "usage: spark-vllm diagnose FILE|- [--json]   (- reads the log from stdin)";
+const USAGE = "usage: spark-vllm diagnose FILE|- [--json]   (- reads the log from stdin)\n" +
+    "       spark-vllm diagnose --stack NAME [--json] [--dir DIR]   (every host's logs, over SSH)";
 
 async function readStdin(): Promise<string> {
     const chunks: Buffer[] = [];
@@ -14,6 +17,9 @@ async function readStdin(): Promise<string> {
 }
 
 export async function diagnoseCommand(args: string[]): Promise<number> {
+    // Loaded only here: a log file's diagnosis stays a cold start of the diagnosis module alone (docs/benchmarks.md).
+    if (args.includes("--stack") || args.includes("-s"))
+        return (require("./diagnose-stack") as typeof import("./diagnose-stack")).diagnoseStack(args, USAGE);
     if (args.includes("--help") || args.includes("-h")) {
         console.log(USAGE);
         return EXIT.ok;

@@ -545,16 +545,29 @@ function isCode(messages: string[], i: number): boolean {
 
 /** The root cause in a whole vLLM log (normalised; causes, then consequences, then weak patterns; wrappers last), or undefined. */
 export function diagnose(log: string): Diagnosis | undefined {
+    return diagnoseTiered(log)?.diagnosis;
+}
+
+/**
+ * How firmly a diagnosis was found, strongest first (the order `diagnose` tries): a line that names a cause, a line that
+ * names only the consequence of a failure elsewhere, a weak pattern, a wrapper line. Across several hosts' logs the
+ * strongest wins (`spark-vllm diagnose --stack`: a dead worker's own cause over the head's consequence).
+ */
+export const DIAGNOSIS_TIERS = ["firm", "consequence", "weak", "wrapper"] as const;
+export type DiagnosisTier = typeof DIAGNOSIS_TIERS[number];
+
+/** `diagnose`, and the tier its line was found in. */
+export function diagnoseTiered(log: string): { diagnosis: Diagnosis; tier: DiagnosisTier } | undefined {
     const messages = normaliseLog(log).map(messageOf);
     const code = messages.map((_, i) => isCode(messages, i));
-    const found = (entry: CatalogEntry, line: string): Diagnosis => ({ kind: entry.kind, line, hint: entry.hint });
+    const found = (entry: CatalogEntry, line: string, tier: DiagnosisTier = "wrapper") => ({ diagnosis: { kind: entry.kind, line, hint: entry.hint }, tier });
     const evidenced = (c: Compiled) => c.requires.length === 0 || messages.some(m => c.requires.some(r => r.test(m)));
     const candidates = COMPILED.filter(c => !c.entry.wrapper && evidenced(c));
     for (const tier of ["firm", "consequence", "weak"] as const) {
         for (const [i, message] of messages.entries()) {
             if (code[i]) continue;
             const hit = candidates.find(c => c[tier].some(r => r.test(message)));
-            if (hit) return found(hit.entry, message);
+            if (hit) return found(hit.entry, message, tier);
         }
     }
     const wrapper = COMPILED.find(c => c.entry.wrapper)!;

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 const ROOT = path.join(__dirname, "..", "..", "..");
@@ -85,4 +86,22 @@ test("diagnose on owners' logs (tests/fixtures/logs/field): each class of issue 
         for (const fix of f.fix) assert.ok(hint.startsWith("hint: ") && hint.includes(fix), `${file}: ${fix}`);
     }
     assert.deepEqual([...seen].sort(), ["driver-oom", "mp-across-nodes", "rdma-kernel-regression", "roce-gid-index", "socket-iface-missing", "worker-died"]);
+});
+
+test("diagnose --stack: its usage, a missing value and a missing stack file are refused before any host is asked", () => {
+    const help = cli(["--stack", "x", "--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.out, /spark-vllm diagnose --stack NAME \[--json\] \[--dir DIR\]/);
+    const noValue = cli(["--stack"]);
+    assert.equal(noValue.code, 2);
+    assert.match(noValue.err, /--stack needs a value/);
+    const dir = mkdtempSync(path.join(tmpdir(), "spark-vllm-diagnose-stack-"));
+    try {
+        const missing = cli(["--stack", "nosuch", "--dir", dir]);
+        assert.equal(missing.code, 3, missing.err);
+        assert.match(missing.err, /Pulumi\.nosuch\.yaml/);
+        assert.equal(missing.out, "");
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
+    }
 });
