@@ -415,8 +415,9 @@ export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
         weakPatterns: ["No available shared memory broadcast block found"],
         hint:
             "A vLLM worker died or stopped answering, and this log shows only the consequence. The cause is in the dead worker's own " +
-            "log on its host: run `spark-vllm status` to see which host, then read that host's vLLM log (and `journalctl -k` there " +
-            "for NVRM NV_ERR_NO_MEMORY or the OOM killer: a worker killed for memory leaves no traceback). Fix what that log names; " +
+            "log on its host: `spark-vllm diagnose --stack NAME` reads every host's vLLM log and the driver's kernel lines over SSH " +
+            "and names the host and the line (`journalctl -k` there for the OOM killer: a worker killed for memory leaves no " +
+            "traceback). Fix what that log names; " +
             "a worker that ran out of host memory needs a lower `spark-vllm:vllm.gpuMemoryUtilization` or `spark-vllm:vllm.maxModelLen`.",
     },
     {

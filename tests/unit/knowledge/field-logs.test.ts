@@ -31,7 +31,7 @@ const CLASSES: Record<string, string[]> = {
     "roce-gid-index": ["NCCL_IB_GID_INDEX", "per host", "/sys/class/infiniband/<hca>/ports/1/gids/", "gid_attrs/types", "RoCE v2"],
     "socket-iface-missing": ["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "spark-vllm:hosts[].fabric.interface", "ip -br addr", "eth0"],
     "driver-oom": ["NV_ERR_NO_MEMORY", "journalctl -k", "reboot", "power-cycle", "memory guard", "MemAvailable"],
-    "worker-died": ["dead worker's own log", "spark-vllm status", "journalctl -k"],
+    "worker-died": ["dead worker's own log", "spark-vllm diagnose --stack", "journalctl -k"],
     "mp-across-nodes": ["spark-vllm:vllm.backend: ray", "--distributed-executor-backend ray", "--nnodes"],
 };
 
