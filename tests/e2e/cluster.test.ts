@@ -3,6 +3,9 @@
 import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as path from "node:path";
+import { spawnSync } from "node:child_process";
+import * as yaml from "js-yaml";
 import { SimStackOptions, leftovers as simLeftovers } from "../sim/stacks";
 import { completionStatus, esc, failure, simSuite } from "./suite";
 import { Stack, actionCount, changes, destroy, up, Report } from "../engine/engine";
@@ -174,6 +177,19 @@ describe("failures stop up with the cause", () => {
             const delay = (r.startedAt + probe.endMs - crashAt) / 1000;
             console.log(`crash reported ${delay.toFixed(2)} s after the crash`);
             assert.ok(delay >= 0 && delay < 3, `reported ${delay} s after the crash`);
+            // `spark-vllm diagnose --stack` reads every host's logs over SSH from the stack file alone, and names the
+            // host and the log that hold the cause (issue 47).
+            const dir = path.dirname(stack.statePath);
+            fs.writeFileSync(path.join(dir, `Pulumi.${stack.name}.yaml`), yaml.dump({ config: stack.config }));
+            const diagnosed = spawnSync(process.execPath, [path.join(__dirname, "..", "..", "bin", "spark-vllm.js"), "diagnose", "--stack", stack.name, "--dir", dir, "--json"],
+                { encoding: "utf8", env: { ...process.env, ...stack.transport.env } });
+            assert.equal(diagnosed.status, 0, diagnosed.stdout + diagnosed.stderr);
+            const report = JSON.parse(diagnosed.stdout) as { rootCause: { host: string; source: string; where: string; diagnosis: { kind: string; line: string } };
+                hosts: Array<{ host: string; error?: string; sources: Array<{ source: string; state: string }> }> };
+            assert.deepEqual([report.rootCause.host, report.rootCause.source, report.rootCause.where, report.rootCause.diagnosis.kind, report.rootCause.diagnosis.line],
+                ["spark-a", "vllm-serve.log", "/var/tmp/spark-vllm/vllm-serve.log", "cuda-error", "RuntimeError: CUDA error: an illegal memory access was encountered"]);
+            assert.deepEqual(report.hosts.map(h => [h.host, h.error, h.sources.map(x => x.source)]),
+                [["spark-a", undefined, ["vllm-serve.log", "ray-start.log", "kernel"]], ["spark-b", undefined, ["vllm-serve.log", "ray-start.log", "kernel"]]]);
         } finally {
             await suite.sim.setFaults("spark-a", null);
             await destroy(stack);
