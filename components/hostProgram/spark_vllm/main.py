@@ -18,6 +18,7 @@
 #   serving-proof      on the head: a short streamed load; time to first token p50/p95, output tokens/s
 #   host-status        read-only: this host's vLLM process, health, served model, memory, Ray node (spark-vllm status)
 #   given-up           read-only, on the host: the launches the supervisor stopped relaunching, from a records tar on stdin
+#   host-facts         read-only, on the host: what the preflight gates on (kernel, CMA, driver, NVRM/Xid lines, RoCE GIDs)
 #   supervise          the container's main process: relaunches what the launches recorded when it is not running
 #
 # Every subcommand prints progress lines, then one JSON object as its last stdout line
@@ -35,7 +36,7 @@ from spark_vllm.preflight import preflight
 from spark_vllm.probes import endpoint_probe, ray_probe
 from spark_vllm.rayenv import ray_env
 from spark_vllm.serving import serving_proof
-from spark_vllm.status import given_up_command, host_status_command
+from spark_vllm.status import given_up_command, host_facts_command, host_status_command
 from spark_vllm.supervise import supervise
 from spark_vllm.weights import weights
 from spark_vllm.weights_source import serve_weights
@@ -58,6 +59,7 @@ COMMANDS = {
     "serving-proof": serving_proof,
     "host-status": host_status_command,
     "given-up": given_up_command,
+    "host-facts": host_facts_command,
     "supervise": supervise,
 }
 

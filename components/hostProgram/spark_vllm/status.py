@@ -11,6 +11,7 @@ import time
 from spark_vllm.common import read_file, run, say
 from spark_vllm.diagnosis import diagnose
 from spark_vllm.memory import free_now, low_memory_warning
+from spark_vllm.preflight import gpu_facts, hca_facts, hca_problems, host_kernel_problems, kernel_facts, kernel_log_facts
 from spark_vllm.probes import http, process_state, stat_start_time
 from spark_vllm.supervise import marker_matches, parse_launch_record
 
@@ -97,6 +98,73 @@ def host_status(args, proc="/proc"):
 
 def host_status_command(args):
     say(json.dumps(host_status(args)))
+
+
+# ---------------------------------------------------------------------------------------------------- host-facts
+# Issue 47: the facts the preflight gates on, read on the host (as the SSH user, whether or not the container runs) by
+# the preflight's own readers, and what the preflight would refuse or warn about in them, in its own words
+# (host_kernel_problems, hca_problems). Read-only, like the rest of status.
+
+# The loaded driver's version, read without touching the GPU: the kernel shows a module's MODULE_VERSION as
+# /sys/module/<name>/version (kernel/module/main.c, MODINFO_ATTR(version)) and NVIDIA's module declares the driver's
+# (NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv.c, MODULE_VERSION(NV_VERSION_STRING)). Else nvidia-smi, asked as
+# the preflight asks it (gpu_facts).
+NVIDIA_MODULE_VERSION = "/module/nvidia/version"
+# A kernel log line as status shows it, at most (an NVRM out-of-memory line is about 190 characters).
+KERNEL_LOG_LINE_CHARS = 400
+
+
+def driver_facts(sys_root="/sys"):
+    """{"version", "source"}, or {"version": None, "why"} when neither the module nor nvidia-smi tells it."""
+    path = sys_root + NVIDIA_MODULE_VERSION
+    version = read_file(path)
+    if version:
+        return {"version": version, "source": path}
+    gpus, err = gpu_facts()
+    versions = sorted({g["driver"] for g in gpus or [] if g.get("driver")})
+    if versions:
+        return {"version": ", ".join(versions), "source": "nvidia-smi"}
+    return {"version": None, "why": (err or "nvidia-smi lists no GPU")[:300]}
+
+
+def kernel_log_summary(log):
+    """Per kind (NVRM out-of-memory, Xid): the count since boot and one line. The preflight's reader keeps the first
+    KERNEL_LOG_SHOWN lines of each kind, so the last line since boot is known only up to that many; past it the first is
+    given, and `which` says so."""
+    if not log.get("readable"):
+        return {"readable": False}
+    out = {"readable": True}
+    for kind in ("nvrmNoMemory", "xid"):
+        count, lines = log.get(kind) or 0, log.get(kind + "Lines") or []
+        out[kind] = {"count": count}
+        if lines:
+            last = count <= len(lines)  # every line was kept: the last kept is the last since boot
+            out[kind].update({"line": (lines[-1] if last else lines[0])[:KERNEL_LOG_LINE_CHARS], "which": "last" if last else "first"})
+    return out
+
+
+def fabric_gids(hcas, address):
+    """Per configured HCA: whether it is there and ACTIVE, the index of its RoCE v2 GID that carries ADDRESS (the
+    host's fabric address: NCCL_IB_GID_INDEX for this host, docs/troubleshooting.md roce-gid-index) or None, and every
+    RoCE v2 IPv4 GID it has (a twin on its own subnet carries another address)."""
+    return [{"name": h["name"], "exists": h["exists"], "active": h["active"],
+             "fabricGidIndex": next((g["index"] for g in h["roceV2Ipv4"] if g["address"] == address), None),
+             "roceV2Ipv4": [{"index": g["index"], "address": g["address"]} for g in h["roceV2Ipv4"]]} for h in hcas]
+
+
+def host_facts(args, sys_root="/sys"):
+    host, fabric = args["host"], args["fabric"]
+    kernel, kernel_log = kernel_facts(), kernel_log_facts()
+    problems, warnings = host_kernel_problems(host, kernel, kernel_log)
+    hcas = hca_facts(fabric["hcas"], root=sys_root + "/class/infiniband")
+    hca_errors, hca_warnings = hca_problems(host, hcas)
+    return {"kernel": kernel, "driver": driver_facts(sys_root), "kernelLog": kernel_log_summary(kernel_log),
+            "fabricAddress": fabric["address"], "hcas": fabric_gids(hcas, fabric["address"]),
+            "problems": problems + hca_errors, "warnings": warnings + hca_warnings}
+
+
+def host_facts_command(args):
+    say(json.dumps(host_facts(args)))
 
 
 # ---------------------------------------------------------------------------------------------------- given-up

@@ -24,7 +24,7 @@ class Dispatch(unittest.TestCase):
                 main.main(argv)
             self.assertEqual(e.exception.code, 1)
             self.assertEqual(err.getvalue(), "usage: spark_vllm_tools.py host-owner|preflight|image-transfer|weights|serve-weights|"
-                                             "fabric-check|compat|flush-page-cache|memory-check|memory-after-load|ray-probe|ray-env|endpoint-probe|serving-proof|host-status|given-up|supervise 'JSON'\n")
+                                             "fabric-check|compat|flush-page-cache|memory-check|memory-after-load|ray-probe|ray-env|endpoint-probe|serving-proof|host-status|given-up|host-facts|supervise 'JSON'\n")
 
     def test_the_table_calls_the_subcommand_with_its_json(self):
         seen = []
