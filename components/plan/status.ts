@@ -43,6 +43,8 @@ export { VERIFIED_RUN, helperDigest, verifiedTools } from "./verifiedRun";
 const CONTAINER_LINE = "spark-vllm-container ";
 /** The line with the launches the container's supervisor gave up on (the helper's given-up: a JSON list). */
 const GIVEN_UP_LINE = "spark-vllm-given-up ";
+/** The line with the facts the preflight gates on (the helper's host-facts, run on the host: a JSON object). */
+const FACTS_LINE = "spark-vllm-host-facts ";
 /**
  * Several replicas, the first host only: the front proxy's REPLICAS_FILE, `ok BASE64`, `missing`, or `unreadable WHY`.
  * Base64 keeps the file's bytes (newlines included) on one line.
@@ -124,6 +126,8 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         ...(host.role === "head" ? { healthUrl: `http://127.0.0.1:${spec.vllm.internalPort}/health` } : {}),
         ...(own.backend === "ray" ? { ray: { address: `${own.head.host.fabric.address}:${spec.ray.port}`, node: host.host.fabric.address } } : {}),
     };
+    // Issue 47: the preflight's gates, asked of the host itself (as the SSH user, whatever the container's state).
+    const facts = { host: host.host.name, fabric: { address: host.host.fabric.address, hcas: host.host.fabric.hcas } };
     // Issue 30: only the helper program this plan places is run, as container root and as the SSH user (VERIFIED_RUN).
     const tools = toolsPath(spec);
     const digest = helperDigest(host.tools.content);
@@ -133,6 +137,8 @@ export function hostStatusScript(plan: ClusterPlan, host: HostPlan): string {
         `if refused=$(${argvLine(verifiedTools(tools, digest, []))} 2>&1); then`,
         `  if [ "$state" = running ]; then ${dockerExec(container, verifiedTools(tools, digest, ["host-status", JSON.stringify(args)]))}; fi`,
         `  if [ "$state" != absent ]; then echo "${GIVEN_UP_LINE}$(docker cp ${shq(`${container}:${RECORDS_DIR}`)} - 2>/dev/null | ${argvLine(verifiedTools(tools, digest, ["given-up", "{}"]))})"; fi`,
+        // Its JSON, or the last words of its failure (parseFacts tells them apart).
+        `  echo "${FACTS_LINE}$(${argvLine(verifiedTools(tools, digest, ["host-facts", JSON.stringify(facts)]))} 2>&1 | tail -n 1)"`,
         `else`,
         `  echo "${REFUSED_LINE}$(echo "$refused" | tr '\\n' ' ')"`,
         `fi`,
@@ -154,6 +160,36 @@ export interface GivenUp {
     markedAt: string;
     /** Set by clusterStatus: the URNs whose `pulumi up --replace` relaunches it, which clears the marker (relaunchUrns). */
     replace?: string[];
+}
+
+/** One kind of driver line in the kernel log since boot (status.py kernel_log_summary). */
+export interface KernelLogKind {
+    count: number;
+    /**
+     * One of its lines: the last since boot (`which` "last"), or, past the lines the preflight's reader keeps
+     * (preflight.py KERNEL_LOG_SHOWN), the first ("first"). Absent when the count is 0.
+     */
+    line?: string;
+    which?: "last" | "first";
+}
+
+/**
+ * What the preflight gates on, as the host's helper read it with the preflight's own readers (status.py host_facts),
+ * and what the preflight would refuse (`problems`) or warn about (`warnings`) in it, in the preflight's words.
+ */
+export interface HostFacts {
+    /** `uname -r`, and /proc/meminfo's CmaTotal and CmaFree in bytes (null: no such line, a kernel without CMA). */
+    kernel: { release: string; cmaTotalBytes: number | null; cmaFreeBytes: number | null };
+    /** The loaded driver's version (its module's, else nvidia-smi's), or why it could not be read. */
+    driver: { version: string; source: string } | { version: null; why: string };
+    /** NVRM NV_ERR_NO_MEMORY and Xid lines since boot (journalctl -k -b, else dmesg), unless neither may be read. */
+    kernelLog: { readable: false } | { readable: true; nvrmNoMemory: KernelLogKind; xid: KernelLogKind };
+    /** The host's spark-vllm:hosts[].fabric.address. */
+    fabricAddress: string;
+    /** Per spark-vllm:hosts[].fabric.hcas entry: the index of the RoCE v2 GID carrying fabricAddress (null: none). */
+    hcas: Array<{ name: string; exists: boolean; active: boolean; fabricGidIndex: number | null; roceV2Ipv4: Array<{ index: number; address: string }> }>;
+    problems: string[];
+    warnings: string[];
 }
 
 export interface HostReport {
@@ -179,6 +215,10 @@ export interface HostReport {
     helperRefused?: string;
     /** Several replicas, the first host only: the front proxy's REPLICAS_FILE (absent when its script printed no line). */
     frontReplicas?: FrontReplicas;
+    /** The facts the preflight gates on (absent when the helper was not run: SSH failed, or it was refused). */
+    facts?: HostFacts;
+    /** Set instead of facts when the helper's host-facts printed no report: its last words. */
+    factsError?: string;
 }
 
 /** One host's report from its script's output (exit status and stderr for when SSH or the script failed). */
@@ -204,10 +244,26 @@ export function parseHostOutput(host: HostPlan, code: number | null, stdout: str
     const givenUp = parseGivenUp(lines.find(l => l.startsWith(GIVEN_UP_LINE))?.slice(GIVEN_UP_LINE.length));
     const refused = lines.find(l => l.startsWith(REFUSED_LINE))?.slice(REFUSED_LINE.length).trim();
     const front = lines.find(l => l.startsWith(FRONT_LINE))?.slice(FRONT_LINE.length);
+    const facts = lines.find(l => l.startsWith(FACTS_LINE))?.slice(FACTS_LINE.length);
+    // The facts come from their own line only, never from host-status's JSON.
+    delete inner.facts;
+    delete inner.factsError;
     // Every text from the host made printable (printable); the host's name and role are the plan's.
     return { ...printableAll({ ...base, container: state, ...inner, ...(givenUp ? { givenUp } : {}),
         ...(refused !== undefined ? { helperRefused: refused.slice(0, 600) } : {}),
+        ...(facts !== undefined ? parseFacts(facts) : {}),
         ...(front !== undefined ? { frontReplicas: parseFrontLine(front) } : {}) }), host: host.host.name, role: host.role };
+}
+
+/** The host-facts line: its report, or the helper's last words when it printed none. */
+function parseFacts(text: string): Pick<HostReport, "facts" | "factsError"> {
+    try {
+        const facts = JSON.parse(text);
+        if (facts && typeof facts === "object" && facts.kernel && Array.isArray(facts.problems)) return { facts };
+    } catch {
+        // not JSON: the failure's last line
+    }
+    return { factsError: text.trim().slice(0, 300) || "no output" };
 }
 
 function parseGivenUp(text: string | undefined): GivenUp[] | undefined {
@@ -251,7 +307,11 @@ export interface ClusterStatus {
     endpoint: string;
     model: string;
     hosts: HostReport[];
-    /** What is wrong, one line per problem, each naming the host and what to run. */
+    /**
+     * What is wrong, one line per problem, each naming the host and what to run. A host fact the preflight refuses
+     * (HostFacts.problems) is one too, after its host's others, but does not by itself make `serving` false: the
+     * endpoint may still answer.
+     */
     problems: string[];
     /** Several replicas only: each one's verdict, in order (the first is the front's, on hosts[0]). */
     replicas?: ReplicaStatus[];
@@ -339,9 +399,11 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
         return found;
     };
     const problemsByHost = new Map(hosts.map(r => [r.host, problemsOf(r)]));
-    const problems = hosts.flatMap(r => problemsByHost.get(r.host)!);
+    // The preflight's refusals of what the host shows now, in its words (HostFacts.problems): said, not counted against serving.
+    const factProblems = (names: string[]) => hosts.filter(r => names.includes(r.host)).flatMap(r => r.facts?.problems ?? []);
+    const problems = hosts.flatMap(r => [...problemsByHost.get(r.host)!, ...factProblems([r.host])]);
     const verdict = (serving: boolean) => ({ stack, serving, endpoint: plan.endpoint, model: plan.modelName, hosts, problems });
-    if (!plan.replicas) return verdict(problems.length === 0);
+    if (!plan.replicas) return verdict(hosts.every(r => problemsByHost.get(r.host)!.length === 0));
     const frontHost = plan.hosts[0].host.name;
     const front = hosts.find(r => r.host === frontHost);
     const frontStatus = frontOf(plan, front, owner);
@@ -355,7 +417,7 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
             drained.push(drainedProblem(plan, g, k + 1, servers![k].server, its.length > 0, up));
             its.push(drained[drained.length - 1]);
         }
-        return { replica: k + 1, hosts: names, head: g.head.host.name, serving: its.length === 0, front: inFront, problems: its };
+        return { replica: k + 1, hosts: names, head: g.head.host.name, serving: its.length === 0, front: inFront, problems: [...its, ...factProblems(names)] };
     });
     // After the hosts' problems: the file's own, then each replica's being down in the front.
     problems.push(...frontStatus.problems, ...drained);
@@ -423,15 +485,16 @@ export function renderStatus(s: ClusterStatus): string {
     const out = [`stack ${s.stack}: ${s.serving ? "serving" : "NOT serving"} ${s.model} at ${s.endpoint}` +
         (s.replicas ? `: ${replicasLine(s, s.replicas)}` : "") +
         (gaveUp.length ? `; the supervisor gave up relaunching ${gaveUp.join(", ")}` : "")];
-    const low = s.hosts.flatMap(r => (r.memory?.warning ? [r.memory.warning] : []));
+    // Low memory with vLLM running, then what the preflight would warn about (HostFacts.warnings).
+    const low = s.hosts.flatMap(r => [...(r.memory?.warning ? [r.memory.warning] : []), ...(r.facts?.warnings ?? [])]);
     if (!s.replicas) {
-        out.push(...s.hosts.map(r => hostLine(r, "  ")));
+        out.push(...s.hosts.flatMap(r => [hostLine(r, "  "), ...factsLines(r, "    ")]));
         if (s.problems.length || low.length) out.push("", ...s.problems.map(p => `- ${p}`), ...low.map(w => `- warning: ${w}`));
         return out.join("\n") + "\n";
     }
     for (const g of s.replicas) {
         out.push(`  replica ${g.replica} (head ${g.head}): ${g.serving ? "serving" : "NOT serving"}${g.front === "down" ? " (down in the front proxy)" : ""}`);
-        out.push(...s.hosts.filter(r => g.hosts.includes(r.host)).map(r => hostLine(r, "    ")));
+        out.push(...s.hosts.filter(r => g.hosts.includes(r.host)).flatMap(r => [hostLine(r, "    "), ...factsLines(r, "      ")]));
     }
     // Each replica's problems under its name: what to run names that replica's own resources.
     for (const g of s.replicas.filter(g => g.problems.length))
@@ -462,6 +525,28 @@ function hostLine(r: HostReport, indent: string): string {
         (r.memory.cudaFreeGiB != null ? ` (CUDA free ${r.memory.cudaFreeGiB} GiB)` : ""));
     for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
     return `${indent}${r.host} (${r.role}): ${parts.join(", ")}`;
+}
+
+const kB = (bytes: number | null) => (bytes === null ? "?" : `${Math.floor(bytes / 1024)} kB`);
+const LOG_KINDS = [["nvrmNoMemory", "NVRM out-of-memory"], ["xid", "Xid"]] as const;
+
+/** Under a host's line: the facts the preflight gates on, then the kernel log lines it counted (one of each kind). */
+function factsLines(r: HostReport, indent: string): string[] {
+    if (r.factsError !== undefined) return [`${indent}host facts not read: ${r.factsError}`];
+    const f = r.facts;
+    if (!f) return [];
+    const { cmaTotalBytes: total, cmaFreeBytes: free } = f.kernel;
+    const parts = [`kernel ${f.kernel.release}` + (total === null && free === null ? " (no CMA lines)" : ` (CmaTotal ${kB(total)}, CmaFree ${kB(free)})`),
+        f.driver.version !== null ? `driver ${f.driver.version}` : `driver unknown (${f.driver.why})`];
+    const log = f.kernelLog;
+    parts.push(log.readable ? `since boot ${LOG_KINDS.map(([k, name]) => `${log[k].count} ${name}`).join(" and ")} lines` : "kernel log unreadable");
+    if (f.hcas.length) parts.push(`RoCE v2 GID index for ${f.fabricAddress}: ` + f.hcas.map(h =>
+        !h.exists ? `${h.name} not found`
+            : (h.fabricGidIndex !== null ? `${h.name} ${h.fabricGidIndex}` : `${h.name} none` + (h.roceV2Ipv4.length ? ` (it has ${h.roceV2Ipv4.map(g => `${g.index} = ${g.address}`).join(", ")})` : "")) +
+            (h.active ? "" : " (not ACTIVE)")).join(", "));
+    const lines = [`${indent}${parts.join(", ")}`];
+    if (log.readable) for (const [k, name] of LOG_KINDS) if (log[k].line) lines.push(`${indent}  ${log[k].which} ${name} line: ${log[k].line}`);
+    return lines;
 }
 
 /**

@@ -28,7 +28,10 @@ test("the host script reports a running container, vLLM's pid and uptime, and /h
     const vllm = spawn("sleep", ["300"], { stdio: "ignore" });
     try {
         const port = (server.address() as AddressInfo).port;
-        const plan = planCluster(parseSpec({ ...rawConfig(1), logDir: dir, vllm: { ...rawConfig(1).vllm, internalPort: port } }));
+        // No HCAs here: this machine has none, and the preflight would refuse configured ones (status-host-facts.test.ts).
+        const raw = rawConfig(1);
+        raw.hosts[0].fabric.hcas = [];
+        const plan = planCluster(parseSpec({ ...raw, logDir: dir, vllm: { ...raw.vllm, internalPort: port } }));
         fs.writeFileSync(path.join(dir, TOOLS_FILE), toolsProgram());
         const stat = fs.readFileSync(`/proc/${vllm.pid}/stat`, "utf8");
         fs.writeFileSync(plan.vllmPidFile, `${vllm.pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}\n`);
