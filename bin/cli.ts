@@ -9,6 +9,8 @@ const USAGE = `usage:
   spark-vllm diagnose --stack NAME [--json] [--dir DIR]
                                           the cluster's root cause from every host's logs, over SSH
   spark-vllm status --stack NAME [--json] is the cluster serving? per host, over SSH (read-only)
+  spark-vllm top --stack NAME [--once] [--json]
+                                          requests, tokens/s, latencies, KV cache, memory, GPU, live
   spark-vllm init --stack NAME --host [USER@]ADDRESS[:PORT] ... [--identity KEY] [--model ID] [--image REF] [--dry-run] [--force]
                                           read the Sparks over SSH (read-only) and write Pulumi.NAME.yaml
 
@@ -31,6 +33,8 @@ export async function main(argv: string[]): Promise<number> {
             return (require("./diff-command") as typeof import("./diff-command")).diffCommand(rest);
         case "status":
             return (require("./status-command") as typeof import("./status-command")).statusCommand(rest);
+        case "top":
+            return (require("./top-command") as typeof import("./top-command")).topCommand(rest);
         case "init":
             return (require("./init-command") as typeof import("./init-command")).initCommand(rest);
         case "plan":
