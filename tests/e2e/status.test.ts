@@ -2,7 +2,8 @@
 // healthy cluster, one whose supervisor gave up relaunching vLLM (the page cache fills the memory vLLM's start-up check
 // wants: every relaunch dies, docs/operations.md "Known limit"), a degraded one (vLLM dead, no record to relaunch it)
 // and a dead one (containers stopped: the supervisor's marker is still read from the stopped head); a helper program
-// swapped in logDir, refused by the container's entrypoint and by status. Needs root.
+// swapped in logDir, refused by the container's entrypoint and by status; every host's facts the preflight gates on
+// (issue 47), as the simulated host shows them. Needs root.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -17,6 +18,7 @@ import * as crypto from "node:crypto";
 import { parseSpec } from "../../components/spec/parseSpec";
 import { packTools } from "../../components/plan/hostCommands";
 import { planCluster } from "../../components/plan/plan";
+import { HostFacts } from "../../components/plan/status";
 import { toolsProgram } from "../../components/plan/toolsProgram";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -25,7 +27,8 @@ const suite = simSuite("status");
 const MARKER = "/var/lib/spark-vllm/launches/vllm.failed";
 
 test("serving figures after up; status: healthy (0), supervisor gave up (5, named with its diagnosis), vLLM dead (5, its host named), containers stopped (5); destroy leaves nothing", async () => {
-    const stack = suite.stack("day2");
+    // One HCA configured, so status has a RoCE v2 GID to show (the sim's hosts show one in sysfs: tests/sim/hosts.ts).
+    const stack = suite.stack("day2", { hcas: ["rocep1s0f1"] });
     const dir = path.dirname(stack.statePath);
     fs.writeFileSync(path.join(dir, `Pulumi.${stack.name}.yaml`), yaml.dump({ config: stack.config }));
     const status = () => {
@@ -53,6 +56,26 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
         assert.equal(healthy.report.hosts[0].vllm.servedModel, "qwen3.5-122b");
         assert.equal(healthy.report.hosts[0].health, 200);
         assert.deepEqual(healthy.report.hosts.map((h: { raylet: boolean }) => h.raylet), [true, true]);
+        // Issue 47: each host's kernel release and CMA lines (the machine's kernel: a host is a namespace), the stand-in
+        // nvidia-smi's driver, and the index of its HCA's RoCE v2 GID that carries its fabric address, as the host shows them.
+        const facts = new Map<string, HostFacts>(healthy.report.hosts.map((h: { host: string; facts: HostFacts }) => [h.host, h.facts]));
+        for (const { name, fabric } of stack.config["spark-vllm:hosts"] as Array<{ name: string; fabric: { address: string } }>) {
+            const f = facts.get(name)!;
+            const sh = async (cmd: string) => (await suite.sim.exec(name, cmd)).stdout.trim();
+            assert.equal(f.kernel.release, await sh("uname -r"));
+            const meminfo = await sh("cat /proc/meminfo");
+            const cma = (key: string) => { const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(meminfo); return m ? Number(m[1]) * 1024 : null; };
+            assert.deepEqual([f.kernel.cmaTotalBytes, f.kernel.cmaFreeBytes], [cma("CmaTotal"), cma("CmaFree")]);
+            assert.equal(f.driver.version, await sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader"));
+            assert.equal(f.fabricAddress, fabric.address);
+            const [hca] = f.hcas;
+            assert.deepEqual([f.hcas.length, hca.name, hca.exists, hca.active], [1, "rocep1s0f1", true, true]);
+            const port = "/sys/class/infiniband/rocep1s0f1/ports/1";
+            const mapped = "0000:0000:0000:0000:0000:ffff:" + fabric.address.split(".").map(n => Number(n).toString(16).padStart(2, "0")).join("").replace(/^(.{4})/, "$1:");
+            assert.equal(await sh(`cat ${port}/gids/${hca.fabricGidIndex} ${port}/gid_attrs/types/${hca.fabricGidIndex}`), `${mapped}\nRoCE v2`);
+            if (f.kernelLog.readable) assert.deepEqual([typeof f.kernelLog.nvrmNoMemory.count, typeof f.kernelLog.xid.count], ["number", "number"]);
+            assert.deepEqual(f.problems, [], `${name}: nothing the preflight refuses`);
+        }
 
         const pid = (await suite.sim.docker("spark-a", ["exec", "spark-vllm-spark-a", "cut", "-d", " ", "-f1", "/var/tmp/spark-vllm/vllm-serve.pid"])).stdout.trim();
         assert.match(pid, /^[0-9]+$/);
@@ -98,6 +121,7 @@ test("serving figures after up; status: healthy (0), supervisor gave up (5, name
             dead.report.problems.join("\n"));
         assert.equal(dead.report.hosts[0].container, "exited");
         assert.deepEqual(dead.report.hosts[0].givenUp.map((g: { name: string }) => g.name), ["vllm"], "read from the stopped container");
+        assert.equal(dead.report.hosts[1].facts?.kernel.release, facts.get("spark-b")!.kernel.release, "the facts are asked of the host, its container stopped");
 
         // Issue 30: a program swapped in logDir is not run by the container's entrypoint (the sha256 pinned in the
         // container at its first start) nor by status; the genuine one, put back, is run again.
