@@ -6,6 +6,8 @@ import { GivenTlsTexts, TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY, givenTlsProblems }
 import { exposureProblems, extraArgProblem } from "./extraArgs";
 import { plain, show } from "./showValue";
 import { ClusterSpec, DEFAULT_PROXY_IMAGE, EndpointSpec, HostSpec, ImageRef, LIMITS, SpecError, TestBedSpec, VllmSpec, WeightsStrategy, utf8Length } from "./spec";
+import { fabricSetupRequested, parseFabricSetup } from "./fabricConfig";
+import { plannedFabricProblems } from "./plannedFabric";
 import { CONFIG_NAMESPACE, FOREIGN_KEY, KNOWN_KEYS, RawConfig, SECRET_IN_PLAIN_TEXT, SECRET_KEYS, editDistance } from "./stackConfig";
 
 // ---------------------------------------------------------------- showing values in messages
@@ -117,12 +119,12 @@ const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64
 /** ...and directories that hold everybody's files (their subdirectories are fine). */
 const SHARED_DIRS = ["/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/var/cache", "/opt", "/mnt", "/media", "/srv", "/snap"];
 
-type Obj = Record<string, unknown>;
+export type Obj = Record<string, unknown>;
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /** Collects problems while reading one key path at a time. */
-class Reader {
+export class Reader {
     readonly problems: string[] = [];
 
     problem(path: string, message: string): void {
@@ -258,9 +260,15 @@ interface ParsedHost {
     sshHost?: string;
     sshPort?: number;
     gpus?: number;
+    /** hosts[i].fabric.hcas was written (else [] or, with spark-vllm:fabric.setup, the plan's RoCE devices). */
+    hcasGiven?: boolean;
 }
 
-function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
+/**
+ * `planned`: spark-vllm:fabric.setup is on, so the fabric's interface and address may be left out (parseSpec fills them
+ * from the plan, plannedFabric.ts); they are then "" here.
+ */
+function parseHost(r: Reader, raw: unknown, index: number, planned = false): ParsedHost {
     const path = `hosts[${index}]`;
     const obj = r.object(raw, path, true);
     if (!obj) return { index };
@@ -279,13 +287,13 @@ function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
     const hostKey = parseHostKeyAt(r, ssh, sshPath);
 
     const fabricPath = `${path}.fabric`;
-    const fabric = r.object(obj.fabric, fabricPath, true);
+    const fabric = r.object(obj.fabric, fabricPath, !planned);
     if (fabric) r.unknownKeys(fabric, fabricPath, ["interface", "address", "hcas"]);
-    const iface = r.argument(fabric, "interface", fabricPath, LIMITS.valueChars);
-    if (iface !== undefined && !IFACE.test(iface)) r.problem(`${fabricPath}.interface`, `${show(iface)} is not a network interface name`);
-    const address = r.string(fabric, "address", fabricPath);
-    const ip = address === undefined ? undefined : parseIPv4(address);
-    if (address !== undefined && !ip) r.problem(`${fabricPath}.address`, `not an IPv4 address: ${show(address)}`);
+    const iface = r.argument(fabric, "interface", fabricPath, LIMITS.valueChars, planned ? "" : undefined);
+    if (iface !== undefined && iface !== "" && !IFACE.test(iface)) r.problem(`${fabricPath}.interface`, `${show(iface)} is not a network interface name`);
+    const address = r.string(fabric, "address", fabricPath, planned ? "" : undefined);
+    const ip = address === undefined || address === "" ? undefined : parseIPv4(address);
+    if (address !== undefined && address !== "" && !ip) r.problem(`${fabricPath}.address`, `not an IPv4 address: ${show(address)}`);
     const unusable = ip && unusableAddress(ip);
     if (unusable) r.problem(`${fabricPath}.address`, `${address} is ${unusable}; give the host's own address on the fabric`);
     const hcas = r.stringList(fabric, "hcas", fabricPath, [], LIMITS.hcas, LIMITS.valueChars);
@@ -299,8 +307,8 @@ function parseHost(r: Reader, raw: unknown, index: number): ParsedHost {
     const platform = r.string(obj, "platform", path, "linux/arm64");
     if (platform !== undefined && !/^linux\/(arm64|amd64)$/.test(platform)) r.problem(`${path}.platform`, `must be linux/arm64 or linux/amd64, got ${show(platform)}`);
 
-    const parsed: ParsedHost = { index, name, address: unusable ? undefined : address, sshHost, sshPort: port, gpus };
-    if (unusable || hostKey === null || [name, sshHost, user, port, iface, ip, hcas, gpus, platform].some(v => v === undefined)) return parsed;
+    const parsed: ParsedHost = { index, name, address: unusable || address === "" ? undefined : address, sshHost, sshPort: port, gpus, hcasGiven: fabric?.hcas !== undefined && fabric?.hcas !== null };
+    if (unusable || hostKey === null || [name, sshHost, user, port, iface, address === "" ? "" : ip, hcas, gpus, platform].some(v => v === undefined)) return parsed;
     return { ...parsed, host: { name: name!, ssh: { host: sshHost!, user: user!, port: port!, ...(hostKey ? { hostKey } : {}) }, fabric: { interface: iface!, address: address!, hcas: hcas! }, gpus: gpus!, platform: platform! } };
 }
 
@@ -418,8 +426,13 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     else if (!Array.isArray(rawHosts)) r.problem("hosts", `must be a list of hosts, got ${describe(rawHosts)}`);
     else if (rawHosts.length === 0) r.problem("hosts", "is empty; list at least one host (the first is the Ray head)");
     else if (rawHosts.length > LIMITS.hosts) r.problem("hosts", `has ${rawHosts.length} hosts; at most ${LIMITS.hosts}`);
-    else parsedHosts = rawHosts.map((h, i) => parseHost(r, h, i));
+    else parsedHosts = rawHosts.map((h, i) => parseHost(r, h, i, fabricSetupRequested(root.fabric)));
     const hosts = parsedHosts.flatMap(p => (p.host ? [p.host] : []));
+    const fabricSetup = parseFabricSetup(r, root.fabric, parsedHosts.map(p => ({ index: p.index, sshHost: p.sshHost })));
+    // With setup on: every host's fabric interface, address and HCAs from the plan (or checked against it where written).
+    if (fabricSetup?.setup && hosts.length === parsedHosts.length)
+        for (const [path, message] of plannedFabricProblems(fabricSetup, parsedHosts.map(p => ({ host: p.host!, hcasGiven: p.hcasGiven ?? false }))))
+            r.problem(path, message);
     // Host names and DNS names are case-insensitive: names differing only in case are the same.
     checkUnique(r, parsedHosts, p => p.name, p => p.name?.toLowerCase(), "name", "host names must be unique");
     checkUnique(r, parsedHosts, p => p.address, p => p.address, "fabric.address", "every host needs its own fabric address");
@@ -567,6 +580,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
         imageSource: imageSource as ClusterSpec["imageSource"],
         endpoint: endpoint!,
         testBed,
+        fabric: fabricSetup!,
         replicas: replicas!,
         rollout: { drainSeconds: drainSeconds! },
     };

@@ -1,5 +1,6 @@
 // What a validated stack config is (ClusterSpec and its parts, parseSpec fills every default) and the bounds every
 // value is held to. Pure: no Pulumi. Reading the stack's config is stackConfig.ts; checking it, parseSpec.ts.
+import type { FabricSetupSpec } from "./fabricConfig";
 
 /** How to reach a host over SSH. */
 export interface SshSpec {
@@ -145,6 +146,11 @@ export interface ClusterSpec {
     endpoint: EndpointSpec;
     /** The project's own CPU-vLLM test bed (testBed.cpuVllm); parseSpec always fills it, off by default. */
     testBed?: TestBedSpec;
+    /**
+     * `spark-vllm:fabric`: whether the program sets up the ConnectX-7 fabric (components/spec/fabricConfig.ts); parseSpec
+     * always fills it, setup off by default.
+     */
+    fabric?: FabricSetupSpec;
     /**
      * Copies of the model behind the one endpoint; default 1. The hosts, in order, form this many groups of equal size,
      * each a complete deployment of TP × PP GPUs (components/plan/replicas.ts).
