@@ -10,6 +10,7 @@ import { planMemory, renderMemoryPlan } from "../components/plan/memory";
 import { planResources, verdicts } from "../policies/offline";
 import { COMMAND, plannedResources } from "../components/plan/resources";
 import { replicaOf, replicaSummaries, rollingUpdateText } from "../components/plan/replicas";
+import { fabricSetupNotes, planFabricSetup } from "../components/plan/fabricSetup";
 
 const USAGE = "usage: spark-vllm plan --stack NAME [--json] [--dir DIR]";
 
@@ -23,7 +24,10 @@ export function planReport(plan: ClusterPlan, stack: string) {
         model: spec.model,
         image: spec.image.reference,
         // What `up` warns about too: link-local fabric addresses (components/spec/parseSpec.ts linkLocalNotes).
-        warnings: linkLocalNotes(spec),
+        warnings: [...linkLocalNotes(spec), ...fabricSetupNotes(spec)],
+        // spark-vllm:fabric.setup: each host's netplan drop-in (components/plan/fabricSetup.ts). Nothing writes or applies
+        // it yet: it is shown for the owner to apply by hand (docs/deploy.md#the-fabric-declared-in-the-stack).
+        fabricSetup: fabricSetupReport(spec),
         // testBed.cpuVllm only (a CPU vLLM test bed): the GPU steps the plan leaves out, and why.
         skipped: cpuVllmSkips(spec),
         hosts: plan.hosts.map(h => ({
@@ -53,6 +57,17 @@ export function planReport(plan: ClusterPlan, stack: string) {
     };
 }
 
+/** The drop-in per host and the twins of each host pair, or undefined with spark-vllm:fabric.setup off. */
+function fabricSetupReport(spec: ClusterPlan["spec"]) {
+    const plan = planFabricSetup(spec);
+    if (!plan) return undefined;
+    return {
+        applied: false as const,
+        hosts: plan.hosts.map(h => ({ host: h.host, path: h.path, mode: `0${h.mode.toString(8)}`, yaml: h.yaml, links: h.links })),
+        pairs: plan.pairs,
+    };
+}
+
 /** The plan of the replica a host serves in (the plan itself with one replica). */
 function replicaPlanOf(plan: ClusterPlan, host: string): ClusterPlan {
     return (plan.replicas ?? [plan]).find(r => r.hosts.some(h => h.host.name === host)) ?? plan;
@@ -75,6 +90,15 @@ function renderText(r: ReturnType<typeof planReport>, memoryTable: string): stri
     if (r.skipped.length) {
         section("skipped: spark-vllm:testBed.cpuVllm (a CPU vLLM test bed, not a Spark)");
         for (const s of r.skipped) out.push(`  ${s.step}: ${s.why}`);
+    }
+    if (r.fabricSetup) {
+        section("fabric setup (spark-vllm:fabric.setup): NOT applied by spark-vllm yet; apply each drop-in by hand (docs/deploy.md)");
+        for (const h of r.fabricSetup.hosts) {
+            out.push(`  ${h.host}: ${h.path} (mode ${h.mode}), then \`sudo netplan apply\``);
+            out.push(...h.yaml.trimEnd().split("\n").map(l => `    ${l}`));
+        }
+        for (const p of r.fabricSetup.pairs)
+            out.push(`  ${p.hosts.join(" <-> ")}: ${p.twins.map(t => `${t.subnet ?? "link-local"} (${t.ends.map(e => `${e.host} ${e.interface}${e.address ? ` ${e.address}` : ""}`).join(", ")})`).join("; ")}`);
     }
     section("containers");
     for (const h of r.hosts) {
