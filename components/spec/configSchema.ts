@@ -394,7 +394,7 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         default: "direct",
         values: ["direct", "ring", "switch"],
         example: "direct",
-        description: "`direct`: two Sparks on one cable, `port` to `port`. `ring`: three Sparks, each one's Port0 (next to the Ethernet jack) cabled to the next one's Port1, the last to the first (NVIDIA's connect-three-sparks cabling); each host is known by its address on the cable it shares with `hosts[0]`. Not four: hosts two cables apart would not reach each other (no routes are planned); use `switch`. `switch`: every Spark's `port` on one switch (jumbo frames on every switch port).",
+        description: "`direct`: two Sparks on one cable, `port` to `port`. `ring`: three Sparks, each one's Port0 (next to the Ethernet jack) cabled to the next one's Port1, the last to the first (NVIDIA's connect-three-sparks cabling); each host is known by its address on the cable it shares with `hosts[0]`, so the third host does not reach the head's address (no routes are planned): a ring is planned and shown by `spark-vllm plan` but does not deploy yet. Not four: hosts two cables apart would not reach each other (no routes are planned); use `switch`. `switch`: every Spark's `port` on one switch (jumbo frames on every switch port).",
     },
     {
         path: "fabric.addressing",
