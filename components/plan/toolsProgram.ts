@@ -29,7 +29,7 @@ export const toolsPath = (spec: ClusterSpec) => `${spec.logDir}/${TOOLS_FILE}`;
 export const TOOLS_PACKAGE = path.join(__dirname, "..", "hostProgram", "spark_vllm");
 
 /** Modules in dependency order (each imports only from modules before it); `main`, the dispatcher, comes last. */
-export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights_size", "weights", "weights_source", "cuda", "kernels", "compat", "memory", "images", "probes", "supervise", "status", "serving", "fabric", "rayenv", "keyguard"];
+export const TOOLS_MODULES: readonly string[] = ["common", "data", "diagnosis", "ownership", "preflight", "weights_size", "weights", "weights_source", "cuda", "kernels", "compat", "memory", "images", "probes", "supervise", "status", "serving", "gid", "fabric", "rayenv", "keyguard"];
 const ENTRY = "main";
 
 /** The data the Python side reads (`data()` in spark_vllm/data.py). */
