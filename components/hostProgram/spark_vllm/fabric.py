@@ -4,12 +4,11 @@
 # NCCL_DEBUG=INFO. It reports the transport every channel used (NCCL's own lines), the bus
 # bandwidth at a few sizes, and fails when HCAs are configured but NCCL used sockets.
 #
-# Self-contained (python3 standard library; torch only inside the rank process), so it also
-# runs on its own:
+# python3 standard library (torch only inside the rank process) and spark_vllm/gid.py (NCCL_IB_GID_INDEX from this
+# host's sysfs), so it also runs on its own, from components/hostProgram:
 #
-#   python3 fabric.py '{"rank": 0, "worldSize": 2, "masterAddr": "192.168.100.10", "masterPort": 29551}'
-#   torchrun --nnodes 2 --nproc-per-node 1 ... fabric.py          (rank/world/master from the env)
-#   python3 -m spark_vllm.fabric 'JSON'
+#   python3 -m spark_vllm.fabric '{"rank": 0, "worldSize": 2, "masterAddr": "192.168.100.10", "masterPort": 29551}'
+#   torchrun --nnodes 2 --nproc-per-node 1 ... -m spark_vllm.fabric     (rank/world/master from the env)
 #
 # Convention of spark-vllm's helper program: progress lines on stdout, then ONE JSON object as
 # the last stdout line; on failure what is wrong and how to fix it on stderr, exit 1. The entry is
@@ -33,6 +32,8 @@ import socket
 import sys
 import time
 import traceback
+
+from spark_vllm.gid import GID_SYSFS, GID_VARIABLE, gid_choice
 
 RESULT_TAG = "FABRIC_RESULT "
 DEFAULT_SIZES = [1 << 20, 16 << 20, 256 << 20]
@@ -89,6 +90,12 @@ _VERSION = re.compile(r"^NCCL version ([0-9][^ ]*)")
 # `Failed to initialize NET plugin IB`, `Initialized NET plugin Socket`, `Assigned NET plugin Socket
 # to comm` (src/plugin/net.cc:187/225/244).
 _NET_PLUGIN = re.compile(r"^(Failed to initialize|Initialized|Assigned) NET plugin ([^ ]+)")
+# The GID index a RoCE queue pair uses, INFO(NCCL_NET) when a connection is set up (`NCCL MergedDev` for merged
+# devices): `NET/IB: NCCL Dev %d IbDev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX) ...` (NVIDIA/nccl v2.28.9-1
+# src/transport/net_ib.cc:1490), `NET/IB: %s: NCCL Dev %d IbDev %d Port %d qp_num %d mtu %d GID %ld ...` with the
+# function's name first (v2.30.7-1 src/transport/net_ib/connect.cc:968).
+_QP_GID = re.compile(r"^NET/IB: (?:[A-Za-z0-9_]+: )?NCCL (?:Merged)?Dev [0-9]+ IbDev [0-9]+ Port [0-9]+ "
+                     r"(?:qpn|qp_num) [0-9]+ mtu [0-9]+ GID (-?[0-9]+) ")
 
 
 def transport_class(via):
@@ -111,7 +118,7 @@ def parse_nccl_log(text):
     """Facts from NCCL_DEBUG=INFO output. Lines are kept as printed (stripped), to be quoted."""
     facts = {"version": None, "network": None, "usingNetworkLine": None, "ibNoDevice": None, "ibLines": [],
              "ibHcaLine": None, "ibPluginFailed": None, "socketLines": [], "channels": [], "transports": {},
-             "transportClasses": {}, "transport": None, "warnings": [], "bootstrapError": None}
+             "transportClasses": {}, "transport": None, "warnings": [], "bootstrapError": None, "gidIndexes": []}
     for raw in text.splitlines():
         m = _NCCL_LINE.search(raw)
         if not m:
@@ -145,6 +152,11 @@ def parse_nccl_log(text):
             facts["ibHcaLine"] = facts["ibHcaLine"] or line
             continue
         if msg.startswith("NET/IB"):
+            g = _QP_GID.match(msg)
+            if g:
+                if int(g.group(1)) not in facts["gidIndexes"]:
+                    facts["gidIndexes"].append(int(g.group(1)))
+                continue
             facts["ibLines"].append(line)
             # src/transport/net_ib.cc:826: `NET/IB : No device found.`
             if msg.startswith("NET/IB : No device found") and not facts["ibNoDevice"]:
@@ -223,6 +235,36 @@ def configured_hcas(env, explicit=None):
     if not value or value.startswith("^"):
         return []
     return [h.split(":")[0] for h in value.lstrip("=").split(",") if h.strip()]
+
+
+def rank_gid(host, hcas, address, root=GID_SYSFS):
+    """(the verdict's `gid`, failure lines) for this rank: NCCL_IB_GID_INDEX from this host's own table (spark_vllm/gid.py
+    says what NCCL does unset and why it is set); (None, None) with no HCA, where NCCL runs over sockets."""
+    if not hcas:
+        return None, None
+    choice = gid_choice(hcas, address or "", root)
+    if choice["problem"]:
+        return None, ["%s: %s" % (host, choice["problem"]),
+                      "fix: the fabric address's RoCE v2 GID must be on one of the configured HCAs; `ls %s/*/ports/*/gids` "
+                      "and `cat .../gid_attrs/types/N` on %s list the table, or set spark-vllm:hosts[].fabric.hcas to [] "
+                      "to run over TCP on purpose" % (root, host)]
+    g = choice["fabricGid"]
+    report = {"variable": GID_VARIABLE, "index": choice["index"], "perHca": choice["perHca"], "sysfs": root,
+              "table": {"hca": g["hca"], "port": g["port"], "index": g["index"], "type": "RoCE v2",
+                        "address": g["address"]}}
+    if choice["note"]:
+        report["note"] = choice["note"]
+    return report, None
+
+
+def gid_progress(host, gid):
+    """The progress line that says which GID index this rank runs with and where it is in the host's table."""
+    t = gid["table"]
+    where = "%s port %d GID %d is RoCE v2 with the fabric address %s in %s's table" % (t["hca"], t["port"], t["index"],
+                                                                                       t["address"], host)
+    if gid["index"] is None:
+        return "fabric: %s: %s unset (%s): %s" % (host, GID_VARIABLE, where, gid["note"])
+    return "fabric: %s: %s=%d (%s)" % (host, GID_VARIABLE, gid["index"], where)
 
 
 def key_lines(facts):
@@ -316,6 +358,7 @@ def resolve(args, env):
         "masterAddr": args.get("masterAddr"),
         "masterPort": args.get("masterPort"),
         "host": args.get("host") or socket.gethostname(),
+        "address": args.get("address"),
         "device": args.get("device", _env_int(env, "LOCAL_RANK") or 0),
         "sizes": [int(s) for s in args.get("sizes") or DEFAULT_SIZES],
         "iters": int(args.get("iters", DEFAULT_ITERS)),
@@ -417,6 +460,10 @@ def _spawn_rank(cfg, out_log, nccl_log):
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
+        # Exactly the container's environment, but NCCL_IB_GID_INDEX: this host's own, read now (rank_gid).
+        os.environ.pop(GID_VARIABLE, None)
+        if cfg.get("gidIndex") is not None:
+            os.environ[GID_VARIABLE] = str(cfg["gidIndex"])
         os.environ["NCCL_DEBUG"] = "INFO"
         os.environ["NCCL_DEBUG_FILE"] = nccl_log
         os.environ["NCCL_DEBUG_SUBSYS"] = DEBUG_SUBSYS
@@ -469,11 +516,19 @@ def save_verdict(path, verdict):
     return line
 
 
-def fabric_check(args, env=None):
+def fabric_check(args, env=None, sysfs=GID_SYSFS):
     env = dict(os.environ if env is None else env)
     cfg, problems = resolve(args, env)
     if problems:
         _fail(["fabric check: " + p for p in problems])
+    gid, gid_problem = rank_gid(cfg["host"], cfg["hcas"], cfg["address"], sysfs)
+    if gid_problem:
+        _fail(gid_problem)
+    cfg["gidIndex"] = gid["index"] if gid else None
+    if gid:
+        cfg["env"].pop(GID_VARIABLE, None)
+        if gid["index"] is not None:
+            cfg["env"][GID_VARIABLE] = str(gid["index"])
     try:
         os.makedirs(cfg["logDir"], exist_ok=True)
     except OSError as e:
@@ -490,6 +545,8 @@ def fabric_check(args, env=None):
         % (cfg["host"], cfg["rank"], cfg["worldSize"], cfg["initMethod"], cfg["device"],
            ",".join(size_label(s) for s in cfg["sizes"]),
            " ".join("%s=%s" % kv for kv in sorted(cfg["env"].items())) or "(none)"))
+    if gid:
+        _say(gid_progress(cfg["host"], gid))
     started = time.time()
     pid = _spawn_rank(cfg, out_log, nccl_log)
     # A few seconds past torch's own timeout (init_process_group's), so its error comes first.
@@ -516,6 +573,9 @@ def fabric_check(args, env=None):
     if wrong:
         _fail(["%s: the all-reduce returned a wrong sum at %s: the GPUs or NCCL are broken on this host or its peer"
               % (cfg["host"], ", ".join(wrong)), logs])
+    if gid and facts["gidIndexes"]:
+        # NCCL's own word on the index its queue pairs used (real NCCL prints it; the test bed's stand-in does not).
+        gid["ncclUsed"] = facts["gidIndexes"]
     warnings = []
     slow = bandwidth_warning(results, cfg["linkGbps"], cfg["minLinkFraction"], cfg["host"])
     if slow:
@@ -525,7 +585,7 @@ def fabric_check(args, env=None):
         "host": cfg["host"], "rank": cfg["rank"], "worldSize": cfg["worldSize"], "device": cfg["device"],
         "transport": facts["transport"], "network": facts["network"], "transports": facts["transports"],
         "busbwGBps": {size_label(r["bytes"]): r["busbwGBps"] for r in results},
-        "results": results, "linkGbps": cfg["linkGbps"], "hcas": cfg["hcas"], "warnings": warnings,
+        "results": results, "linkGbps": cfg["linkGbps"], "hcas": cfg["hcas"], "gid": gid, "warnings": warnings,
         "ncclVersion": facts["version"] or measured.get("torchNcclVersion"),
         "torchVersion": measured.get("torchVersion"), "cudaVersion": measured.get("cudaVersion"),
         "ncclLines": key_lines(facts),

@@ -249,3 +249,93 @@ class KeptVerdict(unittest.TestCase):
             with self.assertRaises(SystemExit):
                 self.check(d, "no result\n", 1)
             self.assertFalse(os.path.exists(path), "a failed check leaves no verdict to report again")
+
+
+# NCCL's lines over RoCE, in the formats the patterns above cite (src/init.cc, src/transport/net.cc, net_ib.cc); the
+# fixtures' real runs had no HCA.
+IB_LOG = "\n".join("spark-b:7:7 [0] NCCL INFO " + m for m in [
+    "Using network IB",
+    "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1234 mtu 5 GID 5 (0/A64C6AC0FFFF0000) fifoRkey=0x1 fifoLkey=0x2",
+    "Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0",
+    "Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0"]) + "\n"
+
+
+class GidIndex(unittest.TestCase):
+    """Each rank runs with NCCL_IB_GID_INDEX from its own host's table and says which, in progress and verdict."""
+
+    def setUp(self):
+        from tests.test_gid import kernel_table, write_hca
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        write_hca(self.root, "rocep1s0f1", kernel_table("192.168.100.10", 5))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_check(self, log_dir, address, hcas):
+        import contextlib
+        import io
+        saved = fabric._spawn_rank, fabric._wait
+        seen = {}
+
+        def spawn(cfg, out_log, nccl_log):
+            seen["gidIndex"] = cfg["gidIndex"]
+            with open(out_log, "w") as f:
+                f.write(fixture("socket.rank.log"))
+            with open(nccl_log, "w") as f:
+                f.write(IB_LOG)
+            return 0
+        fabric._spawn_rank, fabric._wait = spawn, lambda pid, out_log, deadline: 0
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    fabric.fabric_check({"rank": 1, "worldSize": 2, "masterAddr": "127.0.0.1", "masterPort": 29501,
+                                         "host": "spark-b", "address": address, "hcas": hcas, "logDir": log_dir,
+                                         "timeoutSeconds": 5, "linkGbps": None}, env={"NCCL_IB_GID_INDEX": "0"},
+                                        sysfs=self.root)
+                except SystemExit:
+                    pass
+            return out.getvalue(), err.getvalue(), seen
+        finally:
+            fabric._spawn_rank, fabric._wait = saved
+
+    def test_the_rank_uses_and_reports_its_hosts_index(self):
+        with tempfile.TemporaryDirectory() as d:
+            out, _, seen = self.run_check(d, "192.168.100.10", ["rocep1s0f1"])
+        self.assertEqual(seen, {"gidIndex": 5})
+        self.assertIn("fabric: spark-b: NCCL_IB_GID_INDEX=5 (rocep1s0f1 port 1 GID 5 is RoCE v2 with the fabric address "
+                      "192.168.100.10 in spark-b's table)", out)
+        verdict = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(verdict["gid"]["index"], 5)
+        self.assertEqual(verdict["gid"]["table"], {"hca": "rocep1s0f1", "port": 1, "index": 5, "type": "RoCE v2",
+                                                   "address": "192.168.100.10"})
+        self.assertEqual(verdict["env"]["NCCL_IB_GID_INDEX"], "5", "the container's own value replaced")
+        self.assertEqual(verdict["gid"]["ncclUsed"], [5], "NCCL's own queue-pair line")
+        self.assertEqual(verdict["transport"], "NET/IB")
+
+    def test_no_gid_with_the_fabric_address_fails_before_the_rank(self):
+        with tempfile.TemporaryDirectory() as d:
+            out, err, seen = self.run_check(d, "10.9.9.9", ["rocep1s0f1"])
+        self.assertEqual(seen, {}, "no rank started")
+        self.assertIn("spark-b: no RoCE v2 GID carries the fabric address 10.9.9.9 on rocep1s0f1", err)
+        self.assertIn("fix: the fabric address's RoCE v2 GID must be on one of the configured HCAs", err)
+
+    def test_no_hca_no_gid(self):
+        with tempfile.TemporaryDirectory() as d:
+            out, _, seen = self.run_check(d, "192.168.100.10", [])
+        self.assertEqual(seen, {"gidIndex": None})
+        self.assertIsNone(json.loads(out.strip().splitlines()[-1])["gid"])
+        self.assertNotIn("NCCL_IB_GID_INDEX=", out.replace("NCCL_IB_GID_INDEX=0", ""))
+
+    def test_nccls_own_queue_pair_line(self):
+        # src/transport/net_ib.cc, the RoCE branch of the connection's info logging.
+        line = ("spark-a:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1234 mtu 5 GID 5 (0/A64C6AC0FFFF0000) "
+                "fifoRkey=0x1 fifoLkey=0x2")
+        facts = fabric.parse_nccl_log(line + "\n" + line.replace("IbDev 0", "IbDev 1").replace("GID 5", "GID 3"))
+        self.assertEqual(facts["gidIndexes"], [5, 3])
+        self.assertEqual(facts["ibLines"], [], "one per queue pair: not among the quoted lines")
+        # NCCL 2.30 (src/transport/net_ib/connect.cc): the function's name first, qp_num.
+        line = ("spark-a:1:2 [0] NCCL INFO NET/IB: ncclIbConnectImpl: NCCL Dev 0 IbDev 0 Port 1 qp_num 1234 mtu 5 GID 3 "
+                "(0/A64C6AC0FFFF0000) ctsFifoRkey=0x1 ctsFifoLkey=0x2")
+        self.assertEqual(fabric.parse_nccl_log(line + "\n")["gidIndexes"], [3])
