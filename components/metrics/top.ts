@@ -166,7 +166,7 @@ export function renderTop(f: TopFigures): string {
     const windows = `tokens/s over ${f.rateSeconds ?? dash} s, latency p50/p95 over ${f.latencySeconds ?? dash} s`;
     const out = [`${title.padEnd(FRAME_COLUMNS - time.length)}${time}`.trimEnd(), fit(windows, FRAME_COLUMNS), ""];
     const replicaRow = (cells: string[]) => [pad(cells[0], 3), pad(cells[1], 4, true), pad(cells[2], 5, true), pad(cells[3], 5, true),
-        pad(cells[4], 8, true), pad(cells[5], 8, true), pad(cells[6], 13, true), pad(cells[7], 13, true), pad(cells[8], 6, true)].join(" ").trimEnd();
+        pad(cells[4], 9, true), pad(cells[5], 9, true), pad(cells[6], 13, true), pad(cells[7], 13, true), pad(cells[8], 6, true)].join(" ").trimEnd();
     out.push(replicaRow(["rep", "run", "wait", "KV", "in tok/s", "out tok/s", "TTFT", "ITL", "share"]));
     for (const r of f.replicas)
         out.push(replicaRow([String(r.replica), num(r.running), num(r.waiting), percent(r.kvCacheUsage), num(r.promptTokensPerSecond, 1),

@@ -10,10 +10,10 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import * as yaml from "js-yaml";
 import { failure, simSuite } from "./suite";
-import { destroy, up } from "../engine/engine";
+import { Stack, destroy, up } from "../engine/engine";
 import { leftovers } from "../sim/stacks";
 import { QWEN3_30B_A3B } from "../sim/hosts";
 import { containerName, resourceNames } from "../../components/plan/naming";
@@ -43,6 +43,14 @@ async function loadThrough<T>(run: () => Promise<T>, endpoint: string, key: stri
     const result = await run().finally(() => { done = true; });
     await Promise.all(lanes);
     return { result, sent, failed };
+}
+
+/** `spark-vllm top --once ARGS` on the stack's file (written beside its state), without blocking the event loop. */
+function topOnce(stack: Stack, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const dir = path.dirname(stack.statePath);
+    fs.writeFileSync(path.join(dir, `Pulumi.${stack.name}.yaml`), yaml.dump({ config: stack.config }));
+    return new Promise(resolve => execFile(process.execPath, [path.join(__dirname, "..", "..", "bin", "spark-vllm.js"), "top", "--stack", stack.name, "--dir", dir, "--once", ...args],
+        { encoding: "utf8", env: { ...process.env, ...stack.transport.env } }, (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr })));
 }
 
 test("two one-host replicas behind one endpoint: a load reaches both with no failure; a dead replica is passed over; destroy cleans", async () => {
@@ -95,6 +103,35 @@ test("two one-host replicas behind one endpoint: a load reaches both with no fai
         assert.deepEqual(failed, []);
         assert.ok(counts[0] >= 20 && counts[1] >= 20, `both replicas served: ${counts}`);
         assert.equal(counts[0] + counts[1], 200, "every request was served exactly once");
+
+        // `spark-vllm top --once` under a steady load (issue 49): each replica's figures from its head's /metrics, read
+        // over SSH; both take requests (the front's round robin), tokens flow, each host's memory and GB10 are read.
+        const topped = await loadThrough(() => topOnce(stack, ["--json"]), endpoint, apiKey, modelName);
+        console.log(`--- spark-vllm top --once --json under load (exit ${topped.result.code}, ${topped.sent} requests sent):\n${topped.result.stdout}${topped.result.stderr}---`);
+        assert.equal(topped.result.code, 0, topped.result.stderr);
+        assert.deepEqual(topped.failed, []);
+        const figures = JSON.parse(topped.result.stdout) as import("../../components/metrics/top").TopFigures;
+        assert.deepEqual(figures.replicas.map(r => [r.replica, r.head, r.error]), [[1, s.hosts[0].name, undefined], [2, s.hosts[1].name, undefined]]);
+        assert.ok(figures.rateSeconds !== null && figures.rateSeconds >= 2 && figures.rateSeconds < 30, `rate window ${figures.rateSeconds}`);
+        for (const r of figures.replicas) {
+            assert.ok(r.running !== null && r.running >= 0 && r.waiting !== null && r.waiting >= 0, JSON.stringify(r));
+            assert.ok(r.kvCacheUsage !== null && r.kvCacheUsage >= 0 && r.kvCacheUsage <= 1, JSON.stringify(r));
+            assert.ok(r.promptTokensPerSecond !== null && r.promptTokensPerSecond > 0, `replica ${r.replica} read prompts: ${JSON.stringify(r)}`);
+            assert.ok(r.generationTokensPerSecond !== null && r.generationTokensPerSecond > 0, `replica ${r.replica} generated: ${JSON.stringify(r)}`);
+            assert.ok(r.frontShare !== null && r.frontShare > 0.2 && r.frontShare < 0.8, `replica ${r.replica}'s share of the round robin: ${r.frontShare}`);
+        }
+        assert.ok(Math.abs(figures.replicas[0].frontShare! + figures.replicas[1].frontShare! - 1) < 0.01);
+        for (const h of figures.hosts) {
+            assert.equal(h.error, undefined, JSON.stringify(h));
+            assert.ok(h.memAvailableGiB! > 0 && h.memAvailableGiB! <= h.memTotalGiB! && h.pageCacheGiB! >= 0, JSON.stringify(h));
+            // The simulated GB10's nvidia-smi (tests/sim/host-bin/nvidia-smi): utilization 0 %, 40 C.
+            assert.deepEqual([h.gpuUtilizationPercent, h.gpuTemperatureC], [0, 40], JSON.stringify(h));
+        }
+        const frame = await loadThrough(() => topOnce(stack, []), endpoint, apiKey, modelName);
+        console.log(`--- spark-vllm top --once under load (exit ${frame.result.code}):\n${frame.result.stdout}${frame.result.stderr}---`);
+        assert.equal(frame.result.code, 0, frame.result.stderr);
+        for (const line of frame.result.stdout.split("\n")) assert.ok(line.length <= 80, `${line.length} columns: ${line}`);
+        assert.match(frame.result.stdout, new RegExp(`^${s.hosts[1].name} +2 +[0-9.]+ GiB`, "m"));
 
         // Replica 2's vLLM dies (its supervisor relaunches it later): the front passes over it.
         const kill = await s.exec(s.hosts[1].name, `docker exec ${containerName(s.hosts[1].name)} sh -c 'kill -9 $(cut -d" " -f1 /var/tmp/spark-vllm/vllm-serve.pid)'`);
