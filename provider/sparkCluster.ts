@@ -140,6 +140,22 @@ export interface Rollout {
     drainSeconds?: number;
 }
 
+/** The ConnectX-7 fabric the program plans itself (`fabric`; docs/deploy.md#the-fabric-declared-in-the-stack). */
+export interface Fabric {
+    /** Plan the fabric and fill every host's fabric from it (not applied by spark-vllm yet). Default: false. */
+    setup?: boolean;
+    /** direct, ring or switch. Default: direct. */
+    topology?: string;
+    /** static or link-local. Default: static. */
+    addressing?: string;
+    /** The QSFP port direct and switch use, 0 or 1. Default: 1. */
+    port?: number;
+    /** Static addressing: one subnet per twin (per twin of every cable in a ring). Default: 192.168.100.0/24, 192.168.101.0/24, …. */
+    subnets?: string[];
+    /** MTU of every fabric interface. Default: 9000. */
+    mtu?: number;
+}
+
 /**
  * The stack config's `spark-vllm:` keys, the same names and shape (docs/configuration.md has every default), plus
  * the program's secrets and the component's own options.
@@ -167,6 +183,8 @@ export interface SparkClusterArgs {
     replicas?: number;
     /** Rolling updates of several replicas. Default: every key's default. */
     rollout?: Rollout;
+    /** The fabric the program plans. Default: setup off (the hosts' fabric is addressed already). */
+    fabric?: Fabric;
     /** Where logs go on the hosts. Default: /var/tmp/spark-vllm. */
     logDir?: string;
     /** The containers' /dev/shm in MB. Default: 10240. */
@@ -186,7 +204,7 @@ export interface SparkClusterArgs {
 }
 
 /** The config keys of SparkClusterArgs, as parseSpec reads them (components/spec/stackConfig.ts KNOWN_KEYS). */
-const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed", "replicas", "rollout"] as const;
+const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed", "replicas", "rollout", "fabric"] as const;
 /** Secrets: parseSpec sees only whether they are set (SECRET_SET), as it does for a stack's `secure:` values. */
 const SECRET_ARGS = ["sshPrivateKey", "hfToken", "tlsCertificate", "tlsPrivateKey"] as const;
 
