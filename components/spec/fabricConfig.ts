@@ -248,9 +248,12 @@ export function parseFabricSetup(r: Reader, value: unknown, hosts: FabricHostFac
     if (addressing === "link-local" && knownTopology === "ring")
         r.problem("fabric.addressing", "link-local puts every twin of both cables in 169.254.0.0/16, and each twin needs a subnet of its own (NVIDIA's multi-Spark guide); use static with a ring");
     const linkLocalSsh = hosts.find(h => h.sshHost !== undefined && parseIPv4(h.sshHost) && isLinkLocal(parseIPv4(h.sshHost)!));
-    if (setup && addressing === "link-local" && linkLocalSsh)
-        r.problem("fabric.addressing", `link-local would put the fabric in 169.254.0.0/16, where hosts[${linkLocalSsh.index}].ssh.host ${linkLocalSsh.sshHost} is: ` +
-            "the SSH session may run over the very interface the drop-in takes; set fabric.addressing: static, or reach the host by its management address");
+    // A link-local SSH address may be on a ConnectX-7 twin (NVIDIA's first two-Spark netplan addressed them so), and the
+    // drop-in takes every twin: link-local addressing re-addresses it, static turns IPv4 link-local off on it
+    // (netplan generate writes LinkLocalAddressing=ipv6 for a twin with addresses: fabric-setup-netplan.test.ts).
+    if (setup && linkLocalSsh)
+        r.problem(`hosts[${linkLocalSsh.index}].ssh.host`, `${linkLocalSsh.sshHost} is link-local (169.254.0.0/16), as ConnectX-7 twins may be, and spark-vllm:fabric.setup ` +
+            "re-addresses every fabric twin, which would take this SSH session's network; reach the host by its management address (10 GbE or Wi-Fi), or set fabric.setup: false");
     if (addressing === "link-local" && given)
         r.problem("fabric.subnets", "link-local addressing takes no subnets (the kernel picks addresses in 169.254.0.0/16); remove fabric.subnets or set fabric.addressing: static");
 

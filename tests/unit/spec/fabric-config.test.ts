@@ -130,14 +130,24 @@ test("a topology that does not fit the hosts is refused at fabric.topology, nami
     assert.equal(parseSpec({ ...rawConfig(3), fabric: { topology: "direct" } }).fabric?.topology, "direct");
 });
 
-test("link-local is refused with a ring, with subnets, and where an SSH address is link-local", () => {
+test("link-local is refused with a ring and with subnets", () => {
     refusedWith(planned(3, { topology: "ring", addressing: "link-local" }),
         "spark-vllm:fabric.addressing: link-local puts every twin of both cables in 169.254.0.0/16, and each twin needs a subnet of its own (NVIDIA's multi-Spark guide); use static with a ring");
     refusedWith(planned(2, { addressing: "link-local", subnets: ["192.168.100.0/24", "192.168.101.0/24"] }),
         "spark-vllm:fabric.subnets: link-local addressing takes no subnets (the kernel picks addresses in 169.254.0.0/16); remove fabric.subnets or set fabric.addressing: static");
-    const raw = planned(2, { addressing: "link-local" });
-    raw.hosts[1].ssh.host = "169.254.3.4";
-    refusedWith(raw, "spark-vllm:fabric.addressing: link-local would put the fabric in 169.254.0.0/16, where hosts[1].ssh.host 169.254.3.4 is: the SSH session may run over the very interface the drop-in takes; set fabric.addressing: static, or reach the host by its management address");
+});
+
+test("an SSH address in 169.254.0.0/16 is refused at hosts[i].ssh.host with setup on, whatever the addressing; allowed with setup off", () => {
+    const message = "spark-vllm:hosts[1].ssh.host: 169.254.3.4 is link-local (169.254.0.0/16), as ConnectX-7 twins may be, and spark-vllm:fabric.setup re-addresses every fabric twin, which would take this SSH session's network; reach the host by its management address (10 GbE or Wi-Fi), or set fabric.setup: false";
+    for (const addressing of ["link-local", "static"]) {
+        const raw = planned(2, { addressing });
+        raw.hosts[1].ssh.host = "169.254.3.4";
+        refusedWith(raw, message);
+    }
+    const off = rawConfig(2);
+    off.hosts[1].ssh.host = "169.254.3.4";
+    off.fabric = { setup: false };
+    assert.equal(parseSpec(off).hosts[1].ssh.host, "169.254.3.4");
 });
 
 test("subnets: count, form, prefix, room, host bits, overlaps, link-local range and the SSH addresses, each at its index", () => {
