@@ -1,6 +1,8 @@
 // End to end (needs root: network namespaces, dockerd, sshd): Sparks cabled differently keep their own fabric settings
 // under Ray, and link-local fabric addresses (NVIDIA's two-Spark netplan) plan and deploy. spark-b is cabled on port 2
 // (enP2p1s0f1np1 / roceP2p1s0f1, DESIGN.md); every host's fabric interface also carries a 169.254.100.x/16 address.
+// The hosts' GID tables differ (issue 47): the RoCE v2 GID of the fabric address is at 3 on spark-a and 5 on spark-b
+// (the link-local address's right after it), so each host's NCCL processes need their own NCCL_IB_GID_INDEX.
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -18,7 +20,7 @@ let work = "";
 before(async () => {
     if (process.getuid?.() !== 0) throw new Error("this end-to-end file needs root (network namespaces, dockerd, sshd)");
     work = fs.mkdtempSync(path.join(os.tmpdir(), "spark-vllm-per-host-fabric-"));
-    sim = await startSim({ hosts: 2, cluster: "auto", fabric: { "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" } }, linkLocal: true });
+    sim = await startSim({ hosts: 2, cluster: "auto", fabric: { "spark-a": { gidIndex: 3 }, "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1", gidIndex: 5 } }, linkLocal: true });
 }, { timeout: 900_000 });
 after(async () => {
     await sim?.stop();
@@ -58,6 +60,29 @@ const expected = (h: Sim["hosts"][number], address: string) => ({
 });
 const pick = (env: Record<string, string>) => Object.fromEntries(FABRIC_VARS.map(k => [k, env[k]]));
 
+/**
+ * Issue 47: each host's fabric check rank reports the GID index it ran with, its own table's for ADDRESS (`up`'s fabric
+ * output is the head's verdict, each host's own is its fabric-rank<i>.json), and each host's Ray (its raylet and vLLM's
+ * worker actor, which inherit Ray's start environment) runs with it; the head's vLLM driver runs no NCCL rank and has none.
+ */
+async function assertOwnGidIndexes(r: { outputs?: Record<string, unknown> }, address: (h: Sim["hosts"][number]) => string) {
+    const index = (h: Sim["hosts"][number]) => h.fabricGidIndex + (address(h) === h.address ? 0 : 1);
+    const [head] = sim.hosts;
+    assert.notEqual(index(sim.hosts[0]), index(sim.hosts[1]), "the hosts' tables differ");
+    const output = r.outputs?.fabric as { host: string; gid: { index: number; variable: string } };
+    assert.deepEqual([output.host, output.gid.variable, output.gid.index], [head.name, "NCCL_IB_GID_INDEX", index(head)]);
+    for (const [rank, h] of sim.hosts.entries()) {
+        const verdict = JSON.parse((await sim.exec(h.name, `cat /var/tmp/spark-vllm/fabric-rank${rank}.json`)).stdout);
+        assert.equal(verdict.host, h.name);
+        assert.deepEqual(verdict.gid.table, { hca: h.fabricHca, port: 1, index: index(h), type: "RoCE v2", address: address(h) }, h.name);
+        assert.equal(verdict.gid.index, index(h), h.name);
+        const ray = [...await environOf(h.name, "raylet"), ...await environOf(h.name, "ray::RayWorkerWrapper")];
+        assert.ok(ray.length >= 2, `${h.name}: its raylet and vLLM's worker actor`);
+        for (const env of ray) assert.equal(env.NCCL_IB_GID_INDEX, String(index(h)), `${h.name}: ${JSON.stringify(pick(env))}`);
+    }
+    for (const env of await environOf(head.name, "vllm serve")) assert.equal(env.NCCL_IB_GID_INDEX, undefined);
+}
+
 describe("per-host fabric settings under Ray", () => {
     test("spark-b on port 2: the head's vLLM and spark-b's Ray worker each run with their own host's NCCL/UCX/Gloo values", async () => {
         const [head, worker] = sim.hosts;
@@ -78,8 +103,9 @@ describe("per-host fabric settings under Ray", () => {
             const carried = JSON.parse((await sim.exec(worker.name, `docker exec ${containerName(worker.name)} cat /tmp/ray/session_latest/logs/worker_env.json`)).stdout);
             assert.ok(carried.includes("NCCL_IB_DISABLE") && carried.includes("HF_HOME"), JSON.stringify(carried));
             for (const k of FABRIC_VARS) assert.ok(!carried.includes(k), `vLLM copied the head's ${k} to spark-b`);
+            await assertOwnGidIndexes(r, h => h.address);
             const log = (await sim.exec(head.name, "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
-            for (const k of ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY"])
+            for (const k of ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY", "NCCL_IB_GID_INDEX"])
                 assert.match(log, new RegExp(`RAY_NON_CARRY_OVER_ENV_VARS from config: \\{[^}]*'${k}'`), k);
         } finally {
             const d = await destroy(s);
@@ -106,6 +132,8 @@ describe("link-local fabric addresses", () => {
             for (const env of driver) assert.deepEqual(pick(env), expected(head, head.linkLocalAddress!));
             // spark-b's Ray node (which the head placed vLLM's worker on) is on its link-local address.
             assert.equal(actors[0].RAY_NODE_IP_ADDRESS, worker.linkLocalAddress);
+            // The link-local address's GID, one past the sim address's: the index follows the configured address.
+            await assertOwnGidIndexes(r, h => h.linkLocalAddress!);
         } finally {
             const d = await destroy(s);
             assert.deepEqual(d.errors, []);

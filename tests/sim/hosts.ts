@@ -110,6 +110,8 @@ export interface SimHost {
     fabricHca: string;
     /** A link-local address on the fabric interface besides `address` (SimOptions.linkLocal), else undefined. */
     linkLocalAddress?: string;
+    /** Where its HCA's GID table has the RoCE v2 GID of `address` (SimOptions.fabric gidIndex; default 1). */
+    fabricGidIndex: number;
     /** This host's private dir (root-namespace path). */
     root: string;
     /** Root-namespace path of the host's /root/.cache/huggingface. */
@@ -158,8 +160,10 @@ export interface SimOptions {
     /**
      * Per-host fabric netdev and RoCE HCA names, by host name, as when the Sparks are cabled on different ports
      * (e.g. `{ "spark-b": { interface: "enP2p1s0f1np1", hca: "roceP2p1s0f1" } }`). Default enp1s0f1np1 / rocep1s0f1.
+     * `gidIndex`: where the HCA's GID table has the RoCE v2 GID of the host's address, with the GIDs the kernel puts
+     * below it (writeFakeHca); at least 1, default 1. Owners saw 3 on some kits and 5 on others (issue 47).
      */
-    fabric?: Record<string, { interface?: string; hca?: string }>;
+    fabric?: Record<string, { interface?: string; hca?: string; gidIndex?: number }>;
     /**
      * Also put a link-local address (169.254.100.<10+i>/16) on each host's fabric interface, as NVIDIA's two-Spark
      * netplan does (`link-local: [ ipv4 ]`); the hosts reach each other on it over the sim's bridge. Default false.
@@ -242,7 +246,7 @@ interface HostState {
     /** cgroup parent name (absent in state files from before clusters: CGROUP_PREFIX + name). */
     cgroup?: string;
     /** SimOptions.fabric / linkLocal / hubMirror for this host (absent: the defaults). */
-    iface?: string; hca?: string; linkLocal?: string; hubMirror?: boolean;
+    iface?: string; hca?: string; linkLocal?: string; hubMirror?: boolean; gidIndex?: number;
 }
 const ifaceOf = (h: HostState) => h.iface ?? SIM_FABRIC_INTERFACE;
 interface SimState {
@@ -485,23 +489,38 @@ function sshdConfig(h: HostState): string {
 
 /**
  * A RoCE HCA as the kernel's IB core shows it in sysfs (Documentation/ABI/testing/sysfs-class-infiniband): port 1
- * ACTIVE, link layer Ethernet, a link-local GID and a RoCE v2 GID for the netdev's IPv4 address (IPv4-mapped). The
- * host's mount namespace lays it over /sys/class (an overlay: the machine's own classes stay visible), so the
- * preflight's HCA checks pass; what NCCL then makes of it is the stand-in torch's `hca_missing` switch.
+ * ACTIVE, link layer Ethernet, a link-local GID and a RoCE v2 GID for the netdev's IPv4 address (IPv4-mapped) at
+ * `gidIndex` (default 1), and one for the link-local address after it. The host's mount namespace lays it over
+ * /sys/class (an overlay: the machine's own classes stay visible), and the containers on host network see it there too
+ * (host-bin/runc), so the preflight's HCA checks pass and NCCL_IB_GID_INDEX is read from it; what NCCL then makes of it
+ * is the stand-in torch's `hca_missing` switch.
+ *
+ * Below a `gidIndex` above 1, the entries the kernel puts first (drivers/infiniband/core/roce_gid_mgmt.c adds a
+ * RoCE v1 and a RoCE v2 GID for every address of the netdev, the default link-local pair first): the fe80 default GID
+ * as RoCE v1 and v2 at 0 and 1, then IPv6 address pairs, and the address's own RoCE v1 GID just below its v2 one.
  */
-function writeFakeHca(root: string, hca: string, netdev: string, address: string, linkLocal?: string): void {
+function writeFakeHca(root: string, hca: string, netdev: string, address: string, opts: { linkLocal?: string; gidIndex?: number } = {}): void {
     const port = path.join(root, "sysclass/upper/infiniband", hca, "ports/1");
     const mapped = (a: string) => {
         const hex = a.split(".").map(n => Number(n).toString(16).padStart(2, "0"));
         return `0000:0000:0000:0000:0000:ffff:${hex[0]}${hex[1]}:${hex[2]}${hex[3]}`;
     };
-    const files: Record<string, string> = {
-        state: "4: ACTIVE", link_layer: "Ethernet",
-        "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001", "gid_attrs/types/0": "RoCE v2", "gid_attrs/ndevs/0": netdev,
-        "gids/1": mapped(address), "gid_attrs/types/1": "RoCE v2", "gid_attrs/ndevs/1": netdev,
-        // The kernel adds a RoCE v2 GID for every IPv4 address of the netdev, a link-local one too.
-        ...(linkLocal ? { "gids/2": mapped(linkLocal), "gid_attrs/types/2": "RoCE v2", "gid_attrs/ndevs/2": netdev } : {}),
-    };
+    const at = opts.gidIndex ?? 1;
+    if (!Number.isInteger(at) || at < 1) throw new Error(`writeFakeHca: gidIndex ${at} must be an integer >= 1 (0 is the link-local GID)`);
+    const gids: Array<[string, string]> = at < 3
+        ? [["fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"]]
+        : [["fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"], ["fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"]];
+    for (let n = 0; gids.length < at - 1; n++) {
+        const v6 = `2001:0db8:0000:0000:0000:0000:0000:${(n + 1).toString(16).padStart(4, "0")}`;
+        gids.push([v6, "IB/RoCE v1"]);
+        if (gids.length < at - 1) gids.push([v6, "RoCE v2"]);
+    }
+    if (at > 1) gids.push([mapped(address), "IB/RoCE v1"]);
+    gids.push([mapped(address), "RoCE v2"]);
+    // The kernel adds a RoCE v2 GID for every IPv4 address of the netdev, a link-local one too.
+    if (opts.linkLocal) gids.push([mapped(opts.linkLocal), "RoCE v2"]);
+    const files: Record<string, string> = { state: "4: ACTIVE", link_layer: "Ethernet" };
+    gids.forEach(([gid, type], i) => Object.assign(files, { [`gids/${i}`]: gid, [`gid_attrs/types/${i}`]: type, [`gid_attrs/ndevs/${i}`]: netdev }));
     for (const [file, text] of Object.entries(files)) {
         fs.mkdirSync(path.dirname(path.join(port, file)), { recursive: true });
         fs.writeFileSync(path.join(port, file), `${text}\n`);
@@ -522,7 +541,7 @@ async function prepareHostDirs(h: HostState, allHosts: HostState[], opts: Requir
     fs.symlinkSync("/dev/shm", path.join(r, "run/shm"));
     fs.writeFileSync(path.join(r, "home/.ssh/authorized_keys"), pubKey, { mode: 0o600 });
     await must(["mknod", "-m", "666", path.join(r, "dev/upper/infiniband/uverbs0"), "c", "231", "192"]);
-    writeFakeHca(r, h.hca ?? "rocep1s0f1", ifaceOf(h), h.address, h.linkLocal);
+    writeFakeHca(r, h.hca ?? "rocep1s0f1", ifaceOf(h), h.address, { linkLocal: h.linkLocal, gidIndex: h.gidIndex });
     await must(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", `root@${h.name}`, "-f", path.join(r, "etc/ssh_host_ed25519_key")]);
     fs.writeFileSync(path.join(r, "etc/sshd_config"), sshdConfig(h));
     fs.writeFileSync(path.join(r, "etc/hostname"), `${h.name}\n`);
@@ -754,6 +773,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         ...hostDefaults(c, name, i, runDir),
         ...(options.fabric?.[name]?.interface ? { iface: options.fabric[name].interface } : {}),
         ...(options.fabric?.[name]?.hca ? { hca: options.fabric[name].hca } : {}),
+        ...(options.fabric?.[name]?.gidIndex !== undefined ? { gidIndex: options.fabric[name].gidIndex } : {}),
         ...(options.linkLocal ? { linkLocal: `169.254.100.${10 + i}` } : {}),
         ...(options.hubMirror ? { hubMirror: true } : {}),
     }));
@@ -924,6 +944,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
             veth: h.veth,
             fabricInterface: ifaceOf(h),
             fabricHca: h.hca ?? "rocep1s0f1",
+            fabricGidIndex: h.gidIndex ?? 1,
             ...(h.linkLocal ? { linkLocalAddress: h.linkLocal } : {}),
             root: h.root,
             hfCache: path.join(h.root, "home/.cache/huggingface"),
