@@ -83,11 +83,15 @@ const ARCH =
 const GID_HINT =
     "NCCL failed a system call while setting up the RoCE link. On two or more Sparks the usual cause is NCCL_IB_GID_INDEX: the " +
     "RoCE v2 GID that carries a host's fabric IPv4 address sits at different indexes on different kits (3 on some, 4 or 5 on " +
-    "others) and moves when the interfaces are reconfigured, so one index for all hosts is wrong on some. Set NCCL_IB_GID_INDEX " +
-    "per host from that host's own table (the index whose /sys/class/infiniband/<hca>/ports/1/gids/<n> is ::ffff:<fabric " +
-    "address> and whose gid_attrs/types/<n> is `RoCE v2`), or leave it unset so NCCL picks it. If a worker's log shows " +
-    "`ibv_reg_mr_iova2 failed with error Cannot allocate memory` instead, it is the host kernel (see rdma-kernel-regression: " +
-    "`kho=off` or boot 6.17.0-1032); a missing interface shows `Unable to find address for`.";
+    "others) and moves when the interfaces are reconfigured, so one index for all hosts is wrong on some. spark-vllm sets it " +
+    "per host: each process that runs NCCL (the fabric check's rank, Ray's start, `vllm serve` under mp) gets its own host's " +
+    "index, read from that host's table each time it starts (the index whose /sys/class/infiniband/<hca>/ports/1/gids/<n> " +
+    "is ::ffff:<fabric address> and whose gid_attrs/types/<n> is `RoCE v2`), and its log says which " +
+    "(`spark-vllm: NCCL_IB_GID_INDEX=`). So on the failing host check that table: the fabric address on one of " +
+    "`spark-vllm:hosts[].fabric.hcas`, and after an interface change restart the launches (a reboot does: the supervisor " +
+    "relaunches them) so the index is read again. Outside spark-vllm, set it per host the same way, or leave it unset so NCCL picks it. If a " +
+    "worker's log shows `ibv_reg_mr_iova2 failed with error Cannot allocate memory` instead, it is the host kernel (see " +
+    "rdma-kernel-regression: `kho=off` or boot 6.17.0-1032); a missing interface shows `Unable to find address for`.";
 
 /** Every diagnosis kind with its patterns and hint; the Python helper reads the same data (toolsProgram.ts). */
 export const DIAGNOSIS_CATALOG: readonly CatalogEntry[] = [
