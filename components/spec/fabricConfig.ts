@@ -237,8 +237,11 @@ export function parseFabricSetup(r: Reader, value: unknown, hosts: FabricHostFac
     if (addressing !== undefined && !ADDRESSINGS.includes(addressing as FabricAddressing))
         r.problem("fabric.addressing", `must be static or link-local, got ${show(addressing)}`);
     const port = r.integer(obj, "port", "fabric", 0, 1, 1) as 0 | 1 | undefined;
-    // Ethernet's MTU 1500 (RFC 894) up to 9000, the jumbo size the Spark guides and switch write-ups use; a larger one
-    // would need every hop (switch ports included) to carry it, and nothing here checks that before the apply.
+    // Ethernet's MTU 1500 (RFC 894) up to 9000 jumbo frames. NVIDIA's Spark playbooks' drop-ins set no MTU (1500 in
+    // their `ip addr` output); NVIDIA's connect-two-stations playbook sets 9000 on its ConnectX rails
+    // (NVIDIA/dgx-spark-playbooks nvidia/station-connect-two-stations/README.md), and a two-Spark switch write-up needed
+    // "MTU 9000 (jumbo frames) on every hop" for full TCP rate (catharsis.net.au/blog/nvidea-dgx-spark-benchmarking).
+    // A larger one would need every hop to carry it, and nothing here checks that before the apply.
     const mtu = r.integer(obj, "mtu", "fabric", 1500, 9000, 9000);
     const given = obj.subnets !== undefined && obj.subnets !== null;
     const written = r.stringList(obj, "subnets", "fabric", [], MAX_SUBNETS, 18);
@@ -290,7 +293,7 @@ function subnetProblems(r: Reader, subnets: string[], given: boolean, hosts: Fab
         if (hostBits !== 0)
             return void r.problem(at(j), `${text} has host bits set; write the network itself, ${toDotted((cidr.network & mask(cidr.prefix)) >>> 0)}/${cidr.prefix}`);
         const room = 2 ** (32 - cidr.prefix) - 2;
-        if (FIRST_HOST_NUMBER + hosts.length > room)
+        if (FIRST_HOST_NUMBER + hosts.length - 1 > room)
             return void r.problem(at(j), `${text} holds ${room} addresses, too few for ${hosts.length} hosts at .${FIRST_HOST_NUMBER} and up; give a wider subnet such as /24`);
         return cidr;
     });

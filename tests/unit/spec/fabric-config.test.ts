@@ -161,8 +161,10 @@ test("subnets: count, form, prefix, room, host bits, overlaps, link-local range 
     refusedWith(planned(2, { subnets: ["10.0.0.0/29", "10.0.0.0/7"] }),
         "spark-vllm:fabric.subnets[0]: 10.0.0.0/29: the prefix must be between /8 and /28 (hosts take addresses .10 and up)",
         "spark-vllm:fabric.subnets[1]: 10.0.0.0/7: the prefix must be between /8 and /28 (hosts take addresses .10 and up)");
-    refusedWith(planned(5, { topology: "switch", subnets: ["10.0.0.0/28", "10.0.1.0/28"] }),
-        "spark-vllm:fabric.subnets[0]: 10.0.0.0/28 holds 14 addresses, too few for 5 hosts at .10 and up; give a wider subnet such as /24");
+    // A /28 holds .1 to .14: hosts .10 to .14 fit, a sixth (.15, the broadcast address) does not.
+    assert.equal(parseSpec(planned(5, { topology: "switch", subnets: ["10.0.0.0/28", "10.0.1.0/28"] })).hosts[4].fabric.address, "10.0.0.14");
+    refusedWith(planned(6, { topology: "switch", subnets: ["10.0.0.0/28", "10.0.1.0/28"] }),
+        "spark-vllm:fabric.subnets[0]: 10.0.0.0/28 holds 14 addresses, too few for 6 hosts at .10 and up; give a wider subnet such as /24");
     refusedWith(planned(2, { subnets: ["10.0.0.0/16", "10.0.5.0/24"] }),
         "spark-vllm:fabric.subnets[1]: 10.0.5.0/24 overlaps fabric.subnets[0] 10.0.0.0/16; every twin needs a subnet of its own (one interface per host per subnet), so give one that does not overlap");
     refusedWith(planned(2, { subnets: ["169.254.10.0/24", "127.0.0.0/8"] }),
