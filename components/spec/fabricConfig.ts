@@ -15,6 +15,10 @@
 //   must set up two separate subnets ... with exactly one interface per device on a given subnet") and
 //   nvidia/multi-sparks-through-switch/README.md Step 3 Option 2 ("assigning two distinct network interfaces to the same
 //   subnet causes networking and software conflicts").
+// - Both twins addressed: eugr/spark-vllm-docker (74c02c3; no setup-cluster.sh in that snapshot) README's cluster
+//   section uses `enp1s0f1np1` for sockets and both RoCE devices `rocep1s0f1,roceP2p1s0f1` for NCCL, with addresses
+//   "no need to allocate IP to their twins"; NVIDIA's two-Spark netplan (Option 1) addresses both, and NCCL reaches a
+//   RoCE device by a GID holding an IPv4 address, so the plan addresses every twin whose RoCE device goes in the HCAs.
 // - A ring is three Sparks, not four: build.nvidia.com/spark/connect-multiple-sparks/cable-devices lists "Three | Direct
 //   ring" and switches for more, and NVIDIA's own setup script refuses a ring of four ("ring/line-style point-to-point
 //   topology with 4 or more machines ... NOT supported": nvidia/multi-sparks-through-switch/assets/spark_cluster_setup/
