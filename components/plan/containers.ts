@@ -7,7 +7,7 @@ import { proxyDir } from "./proxyPlan";
 import { toolsPath } from "./toolsProgram";
 import { RAY_NON_CARRY_OVER, rayAuthEnv } from "./rayAuth";
 import { Owner, ownerEnv, ownerLabels } from "./ownership";
-import { supervisorEntrypoint } from "./launches";
+import { NCCL_GID_VARIABLE, supervisorEntrypoint } from "./launches";
 
 /** Environment of one host's container: Ray cannot forward it at serve time, so it is set at start. */
 export function containerEnv(spec: ClusterSpec, host: HostSpec): Array<[string, string]> {
@@ -56,9 +56,16 @@ export function perHostEnvNames(spec: ClusterSpec): string[] {
     return [...values].filter(([, seen]) => seen.size > 1).map(([name]) => name).sort();
 }
 
-/** What the head lists in vLLM's ray_non_carry_over_env_vars.json: the API key and every per-host variable. */
+/**
+ * What the head lists in vLLM's ray_non_carry_over_env_vars.json: the API key, every per-host variable, and
+ * NCCL_IB_GID_INDEX, which each host's Ray start reads from its own GID table (launches.ts ncclGidExec): vLLM copies every
+ * NCCL_-prefixed variable of the driver to the workers unless listed (vllm/ray/ray_env.py DEFAULT_ENV_VAR_PREFIXES_TO_COPY,
+ * get_env_vars_to_copy) into the actors' runtime environment, over what they inherit from Ray: the driver's value (the
+ * image's own, if it sets one; the driver itself is not wrapped) would replace each worker's own.
+ */
 export function rayNonCarryOver(spec: ClusterSpec): string[] {
-    return [...new Set([...RAY_NON_CARRY_OVER, ...perHostEnvNames(spec)])].sort();
+    const gid = spec.hosts.some(h => h.fabric.hcas.length > 0) ? [NCCL_GID_VARIABLE] : [];
+    return [...new Set([...RAY_NON_CARRY_OVER, ...perHostEnvNames(spec), ...gid])].sort();
 }
 
 export function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, owner?: Owner): ContainerPlan {

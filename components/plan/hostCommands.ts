@@ -12,7 +12,7 @@ import { RAY_TOKEN_FILE, installRayToken } from "./rayAuth";
 import { proxyDir } from "./proxyPlan";
 import { OWNER_LABELS, Owner, ownerArgs, ownerLabels } from "./ownership";
 import { memoryGateUrns, replaceCommand } from "./relaunch";
-import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, commRunning, keepIfSame, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, writeRecord } from "./launches";
+import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, commRunning, keepIfSame, ncclGidExec, pidFileRunning, withoutLock, installApiKey, lockRecords, removeRecord, writeRecord } from "./launches";
 import { CommandPlan, Role, ToolsInstall } from "./clusterPlan";
 import { rayNonCarryOver } from "./containers";
 
@@ -257,7 +257,11 @@ function gcsReachable(head: string, port: number): string[] {
  * Under the records' lock: the old record goes, a Ray left by a failed earlier `up` is stopped (create is repeatable),
  * Ray starts, and the record the supervisor relaunches from is written (components/plan/launches.ts).
  */
-export function rayLaunch(spec: ClusterSpec, container: string, argv: string[], role: Role): CommandPlan {
+export function rayLaunch(spec: ClusterSpec, container: string, rayArgv: string[], role: Role): CommandPlan {
+    const host = spec.hosts.find(h => containerName(h.name) === container);
+    if (!host) throw new Error(`rayLaunch: no host of the spec has the container ${container}`);
+    // Ray's workers (vLLM's, on this host) inherit its environment: this host's own NCCL_IB_GID_INDEX, read at each start.
+    const argv = ncclGidExec(toolsPath(spec), host, rayArgv);
     const stop = ifContainerRunning(container, withTimeout(60, dockerExecScript(container, script([
         ...lockRecords(), ...removeRecord("ray"), "ray stop --force", `rm -f ${shq(RAY_TOKEN_FILE)}`]))));
     const head = spec.hosts[0].fabric.address;
@@ -358,7 +362,10 @@ export const vllmFiles = (spec: ClusterSpec) => ({ log: `${spec.logDir}/vllm-ser
 export function vllmLaunch(spec: ClusterSpec, host: HostSpec, serveArgv: string[], serves: boolean): CommandPlan {
     const { log, pidFile } = vllmFiles(spec);
     // The head's vLLM imports its key guard (KEYGUARD_MIDDLEWARE) from the helper program in logDir.
-    const argv = serves ? withPythonPath(spec.logDir, serveArgv) : serveArgv;
+    const served = serves ? withPythonPath(spec.logDir, serveArgv) : serveArgv;
+    // mp: each host's `vllm serve` runs its NCCL ranks itself, with this host's own NCCL_IB_GID_INDEX read at each start
+    // (under Ray, Ray's start carries it: rayLaunch).
+    const argv = spec.vllm.backend === "mp" && spec.hosts.length > 1 ? ncclGidExec(toolsPath(spec), host, served) : served;
     const container = containerName(host.name);
     const stop = stopByPidFile(pidFile, 60);
     const ray = spec.vllm.backend === "ray";
@@ -467,7 +474,8 @@ export function memoryGate(spec: ClusterSpec, host: HostSpec, owner?: Owner): Co
 export function fabricRank(spec: ClusterSpec, host: HostSpec, rank: number): CommandPlan {
     const args = {
         rank, worldSize: spec.hosts.length, masterAddr: spec.hosts[0].fabric.address, masterPort: spec.vllm.masterPort,
-        host: host.name, hcas: host.fabric.hcas, timeoutSeconds: spec.probes.fabricTimeoutSeconds, logDir: spec.logDir,
+        // The rank runs with NCCL_IB_GID_INDEX from this host's own table: the GID of this address on these HCAs (gid.py).
+        host: host.name, address: host.fabric.address, hcas: host.fabric.hcas, timeoutSeconds: spec.probes.fabricTimeoutSeconds, logDir: spec.logDir,
     };
     const seconds = spec.probes.fabricTimeoutSeconds + 60;
     const create = withTimeout(seconds, dockerExec(containerName(host.name), tools(spec, ["fabric-check", json(args)])));

@@ -5,6 +5,7 @@
 // when the daemon starts, unless someone stopped it; https://docs.docker.com/engine/containers/start-containers-
 // automatically/), its main process is the supervisor, and the container's own file system, which holds the records
 // and the secrets' 0600 files, is the one the launches wrote to (the same container, not a new one).
+import { HostSpec } from "../spec/spec";
 import { argvLine, shq } from "./scripts";
 import { TOOLS_PIN_FILE, verifiedTools } from "./verifiedRun";
 
@@ -116,4 +117,42 @@ export function pidFileRunning(pidFile: string): string {
 /** Shell test: a process with this command name runs (/proc/PID/comm; Ray's daemons). */
 export function commRunning(name: string): string {
     return `grep -qsx ${shq(name)} /proc/[0-9]*/comm`;
+}
+
+/** The variable ncclGidExec sets (NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1), NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc). */
+export const NCCL_GID_VARIABLE = "NCCL_IB_GID_INDEX";
+
+/**
+ * `python3 -c GID_EXEC PROGRAM PIN ARGS ARGV…`: reads the helper program once, and only when its sha256 is the one pinned
+ * in the container (PIN, as the supervisor's VERIFIED_RUN, components/plan/verifiedRun.ts; issue 30) runs those bytes as a
+ * module (not `__main__`: no subcommand runs) and calls its nccl_gid_exec (spark_vllm/gid.py), which sets
+ * NCCL_IB_GID_INDEX from this host's sysfs and execs ARGV. A mismatch or an unreadable file exits 97, naming why.
+ */
+export const GID_EXEC = [
+    `import hashlib, json, sys`,
+    `path, pin = sys.argv[1], sys.argv[2]`,
+    `try:`,
+    `    src, want = open(path, "rb").read(), open(pin).read().strip()`,
+    `except OSError as e:`,
+    `    sys.stderr.write("spark-vllm: cannot read %s (%s): install the helper program again (spark-vllm status prints the command)\\n" % (e.filename, e.strerror)); sys.exit(97)`,
+    `if hashlib.sha256(src).hexdigest() != want:`,
+    `    sys.stderr.write("spark-vllm: refusing to run %s: its sha256 is not the one pinned in %s; it was changed on the host: check who can write it, then install it again (spark-vllm status prints the command)\\n" % (path, pin)); sys.exit(97)`,
+    `tools = {"__name__": "spark_vllm_tools", "__file__": path, "__builtins__": __builtins__}`,
+    `exec(compile(src, path, "exec"), tools)`,
+    `tools["nccl_gid_exec"](json.loads(sys.argv[3]), sys.argv[4:])`,
+].join("\n");
+
+/**
+ * ARGV run with NCCL_IB_GID_INDEX = the index of HOST's own RoCE v2 GID that carries its fabric address on its HCAs,
+ * read from that host's sysfs each time it starts: a launch, or the supervisor's relaunch from the record after a
+ * reboot (the table moves when the interfaces change, so no value is fixed in the container). spark_vllm/gid.py says
+ * what NCCL does without it, why it is set, and why it is left to NCCL when the twin HCAs' indexes differ. The variable
+ * is exec'd into ARGV's own process, so a pid file's pid and start time are ARGV's. ARGV as is when HOST has no HCA
+ * (NCCL over sockets).
+ * @param toolsFile the helper program's path (toolsPath(spec)).
+ * @param pin the file holding its pinned sha256; default TOOLS_PIN_FILE, the container's.
+ */
+export function ncclGidExec(toolsFile: string, host: HostSpec, argv: string[], pin: string = TOOLS_PIN_FILE): string[] {
+    if (host.fabric.hcas.length === 0) return argv;
+    return ["python3", "-c", GID_EXEC, toolsFile, pin, JSON.stringify({ address: host.fabric.address, hcas: host.fabric.hcas }), ...argv];
 }

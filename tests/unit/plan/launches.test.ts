@@ -7,7 +7,8 @@ import { parseSpec } from "../../../components/spec/parseSpec";
 import { planCluster } from "../../../components/plan/plan";
 import { withPythonPath } from "../../../components/plan/hostCommands";
 import { plannedResources, CONTAINER } from "../../../components/plan/resources";
-import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, pidFileRunning, removeRecord, writeRecord } from "../../../components/plan/launches";
+import { API_KEY_FILE, LaunchRecord, RECORDS_DIR, installApiKey, keepIfSame, lockRecords, ncclGidExec, pidFileRunning, removeRecord, writeRecord } from "../../../components/plan/launches";
+import { toolsPath } from "../../../components/plan/toolsProgram";
 import { script } from "../../../components/plan/scripts";
 import { rawConfig } from "../../fixtures";
 import { containerShell } from "../../harness/container-shell";
@@ -44,10 +45,11 @@ test("the records: the exact argv, in order (Ray, then vLLM once every node is b
     const p = plan(2);
     const head = recordIn(p.hosts[0].rayLaunch!.create);
     const worker = recordIn(p.hosts[1].rayLaunch!.create);
-    assert.deepEqual(head.argv, p.hosts[0].rayStartArgv);
+    // Each Ray start with its own host's NCCL_IB_GID_INDEX, read when it starts (tests/unit/plan/gid-index.test.ts).
+    assert.deepEqual(head.argv, ncclGidExec(toolsPath(p.spec), p.spec.hosts[0], p.hosts[0].rayStartArgv!));
     assert.equal(head.process, "gcs_server");
     assert.equal(head.gate, undefined);
-    assert.deepEqual(worker.argv, p.hosts[1].rayStartArgv);
+    assert.deepEqual(worker.argv, ncclGidExec(toolsPath(p.spec), p.spec.hosts[1], p.hosts[1].rayStartArgv!));
     assert.equal(worker.process, "raylet");
     assert.deepEqual(worker.gate, { tcp: "198.18.1.2:6379" });
     const vllm = recordIn(p.vllmLaunch.create);
@@ -62,7 +64,7 @@ test("the records: the exact argv, in order (Ray, then vLLM once every node is b
     assert.deepEqual(JSON.parse(gate.argv[3]).nodes.map((n: { address: string }) => n.address), ["198.18.1.2", "198.18.1.3"]);
     // Written after the process started, so the supervisor never races a first start.
     assert.ok(p.vllmLaunch.create.indexOf("setsid sh -c") < p.vllmLaunch.create.lastIndexOf('"name":"vllm"'));
-    assert.ok(p.hosts[1].rayLaunch!.create.indexOf("\nray start ") < p.hosts[1].rayLaunch!.create.lastIndexOf('"name":"ray"'));
+    assert.ok(p.hosts[1].rayLaunch!.create.indexOf("' ray start --address") < p.hosts[1].rayLaunch!.create.lastIndexOf('"name":"ray"'));
     // Deletes remove the record before they stop anything.
     assert.ok(p.vllmLaunch.delete!.indexOf("vllm.json") < p.vllmLaunch.delete!.indexOf("kill -TERM"));
     assert.ok(p.hosts[0].rayLaunch!.delete!.indexOf("ray.json") < p.hosts[0].rayLaunch!.delete!.indexOf("ray stop --force"));
@@ -82,7 +84,7 @@ test("mp: every host's vllm serve is recorded; headless workers are proven by ru
     assert.ok(worker.argv.includes("--headless"));
     // Only the head serves HTTP: only its vLLM loads the key guard.
     assert.ok(head.argv.includes("spark_vllm_tools.SparkVllmKeyGuard"));
-    assert.equal(worker.argv[0], "vllm");
+    assert.deepEqual(worker.argv, ncclGidExec(toolsPath(p.spec), p.spec.hosts[1], p.hosts[1].vllmServeArgv!));
     assert.ok(!worker.argv.includes("--middleware"));
     assert.equal(worker.secretEnv, undefined);
     assert.equal(worker.provenAfterSeconds, 60);

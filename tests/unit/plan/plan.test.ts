@@ -50,9 +50,9 @@ test("ray start lines: the head binds its own address, workers point at the head
         "--disable-usage-stats", "--dashboard-host=127.0.0.1", "--dashboard-port=8265"]);
     for (const i of [1, 2]) {
         assert.deepEqual(p.hosts[i].rayStartArgv, ["ray", "start", "--address=198.18.1.2:6379", `--node-ip-address=198.18.1.${i + 2}`, "--num-gpus=1", "--disable-usage-stats"]);
-        assert.match(p.hosts[i].rayLaunch!.create, /timeout 180 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*\nray start --address=198\.18\.1\.2:6379 /);
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 180 docker exec -i spark-vllm-spark-[bc] bash -c '[^]*\npython3 -c [^]*'"'"' ray start --address=198\.18\.1\.2:6379 /);
         // a worker that cannot reach the head's GCS fails in seconds, naming it (Ray itself retries for minutes)
-        assert.match(p.hosts[i].rayLaunch!.create, /timeout 10 bash -c [^\n]*exec 3<>\/dev\/tcp\/198\.18\.1\.2\/6379[^\n]*Ray GCS at 198\.18\.1\.2:6379 from this host within 10 s[^\n]*\nray start /);
+        assert.match(p.hosts[i].rayLaunch!.create, /timeout 10 bash -c [^\n]*exec 3<>\/dev\/tcp\/198\.18\.1\.2\/6379[^\n]*Ray GCS at 198\.18\.1\.2:6379 from this host within 10 s[^\n]*\npython3 -c [^]*'"'"' ray start /);
     }
 });
 
@@ -212,7 +212,7 @@ test("Ray token: only on the Ray launches' stdin, never in argv or environment; 
         assert.deepEqual([...launch.create.matchAll(/docker exec ((?:-\S+ )*)spark-vllm/g)].map(m => m[1]).sort(), ["-i "]);
         assert.doesNotMatch(launch.create, /RAY_AUTH_TOKEN=/);
         assert.match(launch.create, /IFS= read -r token/);
-        assert.match(launch.create, /\nray start [^\n]*< \/dev\/null 9>&-\n/);
+        assert.match(launch.create, /'"'"' ray start [^\n]*< \/dev\/null 9>&-\n/);
         assert.match(launch.delete!, /ray\.json[^\n]*\nray stop --force\nrm -f \/var\/lib\/spark-vllm\/ray\/auth_token/);
         assert.deepEqual([env(p, p.hosts.indexOf(h)).RAY_AUTH_MODE, env(p, p.hosts.indexOf(h)).RAY_AUTH_TOKEN_PATH],
             ["token", "/var/lib/spark-vllm/ray/auth_token"]);
@@ -249,7 +249,7 @@ const listed = (p: ReturnType<typeof plan>): string[] | undefined => {
 
 test("with Ray, the head's vLLM launch lists VLLM_API_KEY and the per-host names in vLLM's non-carry-over file before vllm serve", () => {
     const p = plan(2);
-    assert.deepEqual(listed(p), ["RAY_NODE_IP_ADDRESS", "SPARK_VLLM_HOST", "VLLM_API_KEY", "VLLM_HOST_IP"]);
+    assert.deepEqual(listed(p), ["NCCL_IB_GID_INDEX", "RAY_NODE_IP_ADDRESS", "SPARK_VLLM_HOST", "VLLM_API_KEY", "VLLM_HOST_IP"]);
     const ray = p.vllmLaunch.create;
     assert.ok(ray.indexOf("ray-env") < ray.indexOf("setsid sh -c"), "before vllm serve starts");
     assert.equal(listed(plan(2, raw => { raw.vllm.backend = "mp"; })), undefined);
