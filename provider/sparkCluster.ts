@@ -140,6 +140,12 @@ export interface Rollout {
     drainSeconds?: number;
 }
 
+/** Every host's memory guard (`memoryGuard`; docs/operations.md#the-memory-guard). */
+export interface MemoryGuard {
+    /** MemAvailable floor in GiB below which a host's supervisor stops vLLM and Ray; 0 turns it off. Default: 4. */
+    floorGiB?: number;
+}
+
 /** The ConnectX-7 fabric the program plans itself (`fabric`; docs/deploy.md#the-fabric-declared-in-the-stack). */
 export interface Fabric {
     /** Plan the fabric and fill every host's fabric from it (not applied by spark-vllm yet). Default: false. */
@@ -185,6 +191,8 @@ export interface SparkClusterArgs {
     rollout?: Rollout;
     /** The fabric the program plans. Default: setup off (the hosts' fabric is addressed already). */
     fabric?: Fabric;
+    /** Every host's memory guard. Default: a 4 GiB floor. */
+    memoryGuard?: MemoryGuard;
     /** Where logs go on the hosts. Default: /var/tmp/spark-vllm. */
     logDir?: string;
     /** The containers' /dev/shm in MB. Default: 10240. */
@@ -204,7 +212,7 @@ export interface SparkClusterArgs {
 }
 
 /** The config keys of SparkClusterArgs, as parseSpec reads them (components/spec/stackConfig.ts KNOWN_KEYS). */
-const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed", "replicas", "rollout", "fabric"] as const;
+const CONFIG_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "endpoint", "testBed", "replicas", "rollout", "fabric", "memoryGuard"] as const;
 /** Secrets: parseSpec sees only whether they are set (SECRET_SET), as it does for a stack's `secure:` values. */
 const SECRET_ARGS = ["sshPrivateKey", "hfToken", "tlsCertificate", "tlsPrivateKey"] as const;
 

@@ -103,7 +103,7 @@ export function containerPlan(spec: ClusterSpec, host: HostSpec, role: Role, own
         init: true,
         // The main process is the supervisor (components/plan/launches.ts): Ray and vLLM are started by docker exec, each
         // its own declared command, and the supervisor runs them again from their records after a reboot or a crash.
-        ...supervisorEntrypoint(toolsPath(spec)),
+        ...supervisorEntrypoint(toolsPath(spec), undefined, spec.memoryGuard.floorGiB),
         labels: [
             ["spark-vllm.host", host.name],
             ["spark-vllm.role", role],

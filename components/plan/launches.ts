@@ -43,9 +43,11 @@ export interface LaunchRecord {
  * verifiedRun.ts: the bytes hashed are the bytes run); a program swapped in logDir is refused, every 5 s, with why
  * on the container's log. The digest is not in these arguments: a new program would then replace every container.
  */
-export function supervisorEntrypoint(toolsPath: string, pin: string = TOOLS_PIN_FILE): { entrypoint: string[]; command: string[] } {
+export function supervisorEntrypoint(toolsPath: string, pin: string = TOOLS_PIN_FILE, memoryFloorGiB = 0): { entrypoint: string[]; command: string[] } {
     const loop = `while :; do if [ -f ${shq(toolsPath)} ]; then ${argvLine(verifiedTools(toolsPath, pin, ["supervise"]))} "$1"; fi; sleep 5; done`;
-    return { entrypoint: ["/bin/sh", "-c", loop, "spark-vllm-supervise"], command: [JSON.stringify({ dir: RECORDS_DIR })] };
+    // The memory guard's floor (spark-vllm:memoryGuard.floorGiB; supervise.py), in bytes; absent when off.
+    const floor = memoryFloorGiB > 0 ? { memoryFloorBytes: memoryFloorGiB * 2 ** 30 } : {};
+    return { entrypoint: ["/bin/sh", "-c", loop, "spark-vllm-supervise"], command: [JSON.stringify({ dir: RECORDS_DIR, ...floor })] };
 }
 
 /** Takes the records' lock (the supervisor takes the same one before a relaunch), so a launch and a relaunch never race. */

@@ -158,6 +158,8 @@ export interface GivenUp {
     log: string | null;
     /** When the supervisor wrote the marker (UTC, to the second). */
     markedAt: string;
+    /** Set when the memory guard stopped it (supervise.py Supervisor.guard): the figures it read. */
+    guard?: { memAvailableBytes: number; floorBytes: number; at: number };
     /** Set by clusterStatus: the URNs whose `pulumi up --replace` relaunches it, which clears the marker (relaunchUrns). */
     replace?: string[];
 }
@@ -351,7 +353,10 @@ export function clusterStatus(plan: ClusterPlan, stack: string, reports: HostRep
     const relaunch = (host: string, launch: "vllm" | "ray") => replaceCommand(owner, urns(host, launch)!);
     // Only a new launch clears a marker (launches.ts writeRecord removes `<name>.failed` before it writes the record; a
     // re-run that changes nothing runs no command, and keepIfSame never keeps a launch that has one): replace it.
-    const givenUp = (r: HostReport, g: GivenUp) => `${r.host}: the supervisor stopped relaunching ${g.name} after ${g.failures ?? "repeated"} failures in a row (${g.markedAt})` +
+    const stoppedBy = (g: GivenUp) => (g.guard
+        ? `the memory guard stopped ${g.name} (${g.markedAt})`
+        : `the supervisor stopped relaunching ${g.name} after ${g.failures ?? "repeated"} failures in a row (${g.markedAt})`);
+    const givenUp = (r: HostReport, g: GivenUp) => `${r.host}: ${stoppedBy(g)}` +
         (g.diagnosis ? `: ${g.diagnosis.kind}: ${g.diagnosis.line}\n    ${g.diagnosis.hint}` : "; no known cause in its log") +
         `\n    log: ${r.host}:${g.log ?? plan.vllmLog}` +
         `\n    fix the cause, then run \`${g.replace ? replaceCommand(owner, g.replace) : `${up} --replace <the URN of the launch of ${g.name}>`}\`: the new launch clears the marker (a plain \`${up}\` changes nothing)`;
@@ -523,7 +528,9 @@ function hostLine(r: HostReport, indent: string): string {
     if (r.health !== undefined) parts.push(`/health ${r.health ?? "no answer"}`);
     if (r.memory?.availableGiB != null) parts.push(`${r.memory.availableGiB} of ${r.memory.totalGiB} GiB free` +
         (r.memory.cudaFreeGiB != null ? ` (CUDA free ${r.memory.cudaFreeGiB} GiB)` : ""));
-    for (const g of r.givenUp ?? []) parts.push(`supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
+    for (const g of r.givenUp ?? []) parts.push(g.guard
+        ? `memory guard stopped ${g.name} (MemAvailable ${(g.guard.memAvailableBytes / 2 ** 30).toFixed(1)} GiB < ${(g.guard.floorBytes / 2 ** 30).toFixed(1)} GiB)`
+        : `supervisor gave up on ${g.name} (${g.failures ?? "?"} failures${g.diagnosis ? `, ${g.diagnosis.kind}` : ""})`);
     return `${indent}${r.host} (${r.role}): ${parts.join(", ")}`;
 }
 

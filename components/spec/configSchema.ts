@@ -373,6 +373,23 @@ export const CONFIG_SCHEMA: readonly ConfigKey[] = [
         description: "With several replicas, a change that relaunches vLLM relaunches one replica at a time: the proxy stops sending it new requests, then waits at most this long for the requests it is running to finish before it is relaunched (those still running then are cut, and `up` warns how many). Then it is proven and taken back before the next (docs/operations.md#replicas-and-rolling-updates).",
     },
     {
+        path: "memoryGuard",
+        type: "object",
+        required: false,
+        example: {},
+        description: "Every host's supervisor watches the host's memory and stops what it runs before the GPU driver runs out (docs/operations.md#the-memory-guard).",
+    },
+    {
+        path: "memoryGuard.floorGiB",
+        type: "integer",
+        required: false,
+        default: 4,
+        min: 0,
+        max: 64,
+        example: 4,
+        description: "When the host's MemAvailable (/proc/meminfo) falls below this many GiB, its supervisor stops vLLM (and Ray) on that host and does not relaunch them: `spark-vllm status` names the host with the figures, and the `pulumi up --replace` it prints relaunches. `0` turns the guard off. On a GB10 the GPU allocates from the host's memory, and owners lost hosts (SSH hangs, only a power cycle helps) once the driver's allocations failed (`NV_ERR_NO_MEMORY`): vllm-project/vllm#56824 saw those failures while MemAvailable fell from 24 to 6 GiB; a healthy vLLM at `gpuMemoryUtilization` 0.85 leaves about 121.7 × 0.15 ≈ 18 GiB less what the OS, Docker and Ray use. The default 4 GiB is well under that healthy margin and leaves the driver a few GiB; NVIDIA/NemoClaw#7127 ran a high-pressure load down to 3.2 GiB without a freeze, which this floor would have stopped. Changing it replaces the containers (the supervisor's argument).",
+    },
+    {
         path: "fabric",
         type: "object",
         required: false,

@@ -7,6 +7,7 @@ import { exposureProblems, extraArgProblem } from "./extraArgs";
 import { plain, show } from "./showValue";
 import { ClusterSpec, DEFAULT_PROXY_IMAGE, EndpointSpec, HostSpec, ImageRef, LIMITS, SpecError, TestBedSpec, VllmSpec, WeightsStrategy, utf8Length } from "./spec";
 import { fabricSetupRequested, parseFabricSetup } from "./fabricConfig";
+import { isLinkLocal, parseIPv4, unusableAddress } from "./ipv4";
 import { plannedFabricProblems } from "./plannedFabric";
 import { CONFIG_NAMESPACE, FOREIGN_KEY, KNOWN_KEYS, RawConfig, SECRET_IN_PLAIN_TEXT, SECRET_KEYS, editDistance } from "./stackConfig";
 
@@ -36,32 +37,8 @@ const REPO_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const REGISTRY_HOST = /^(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
 
-/** The four octets of a dotted IPv4 address, or undefined. */
-export function parseIPv4(s: string): number[] | undefined {
-    const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
-    if (!m) return undefined;
-    const parts = m.slice(1).map(Number);
-    return parts.every(p => p <= 255) && m.slice(1).every(p => p === "0" || !p.startsWith("0")) ? parts : undefined;
-}
-
-/**
- * Why an IPv4 address cannot be a host's fabric address (the address the other hosts reach it at), or
- * undefined. Ranges from the IANA special-purpose registry (RFC 6890): 0.0.0.0/8 "this network" (RFC 1122
- * 3.2.1.3; 0.0.0.0 binds every interface), 127.0.0.0/8 loopback, 224.0.0.0/4 multicast (RFC 5771), 240.0.0.0/4
- * reserved and 255.255.255.255 limited broadcast (RFC 919). Link-local 169.254.0.0/16 is accepted: two Sparks on one
- * cable reach each other on it (linkLocalNotes).
- */
-export function unusableAddress(p: number[]): string | undefined {
-    if (p[0] === 0) return p.every(x => x === 0) ? "0.0.0.0 means any address, not one host" : "in 0.0.0.0/8 (\"this network\"), not a host address";
-    if (p[0] === 127) return "a loopback address: the other hosts cannot reach it";
-    if (p[0] >= 224 && p[0] <= 239) return "a multicast address (224.0.0.0/4)";
-    if (p.every(x => x === 255)) return "the broadcast address";
-    if (p[0] >= 240) return "in the reserved range 240.0.0.0/4";
-    return undefined;
-}
-
-/** 169.254.0.0/16, IPv4 link-local (RFC 3927). */
-export const isLinkLocal = (p: number[]): boolean => p[0] === 169 && p[1] === 254;
+// parseIPv4, unusableAddress and isLinkLocal live in ipv4.ts (fabricConfig.ts uses them too); exported here as before.
+export { isLinkLocal, parseIPv4, unusableAddress };
 
 /**
  * One note per host whose fabric address is link-local, for `plan` and as a warning at `up`. NVIDIA's "Connect two
@@ -119,12 +96,12 @@ const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64
 /** ...and directories that hold everybody's files (their subdirectories are fine). */
 const SHARED_DIRS = ["/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/var/lib", "/var/log", "/var/cache", "/opt", "/mnt", "/media", "/srv", "/snap"];
 
-export type Obj = Record<string, unknown>;
+type Obj = Record<string, unknown>;
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /** Collects problems while reading one key path at a time. */
-export class Reader {
+class Reader {
     readonly problems: string[] = [];
 
     problem(path: string, message: string): void {
@@ -551,6 +528,9 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
     const rollout = r.object(root.rollout, "rollout", false) ?? {};
     r.unknownKeys(rollout, "rollout", ["drainSeconds"]);
     const drainSeconds = r.integer(rollout, "drainSeconds", "rollout", 1, 3600, 120);
+    const memoryGuard = r.object(root.memoryGuard, "memoryGuard", false) ?? {};
+    r.unknownKeys(memoryGuard, "memoryGuard", ["floorGiB"]);
+    const floorGiB = r.integer(memoryGuard, "floorGiB", "memoryGuard", 0, 64, 4);
     const imageSource = r.string(root, "imageSource", "", "registry");
     if (imageSource !== undefined && imageSource !== "registry" && imageSource !== "head")
         r.problem("imageSource", `must be registry or head, got ${show(imageSource)}`);
@@ -583,6 +563,7 @@ export function parseSpec(raw: RawConfig, given?: GivenTlsTexts): ClusterSpec {
         fabric: fabricSetup!,
         replicas: replicas!,
         rollout: { drainSeconds: drainSeconds! },
+        memoryGuard: { floorGiB: floorGiB! },
     };
 }
 

@@ -158,6 +158,14 @@ export interface ClusterSpec {
     replicas: number;
     /** How a rolling update of several replicas drains one (spark-vllm:rollout). */
     rollout: RolloutSpec;
+    /** When every host's supervisor stops what it runs to save the host (spark-vllm:memoryGuard). */
+    memoryGuard: MemoryGuardSpec;
+}
+
+/** `spark-vllm:memoryGuard`: the floor of MemAvailable below which a host's supervisor stops vLLM and Ray (supervise.py). */
+export interface MemoryGuardSpec {
+    /** MemAvailable floor in GiB; 0 turns the guard off; default 4 (configSchema.ts says where it comes from). */
+    floorGiB: number;
 }
 
 /** `spark-vllm:rollout`: how a rolling update takes a replica out of the endpoint. */

@@ -8,7 +8,7 @@ export const CONFIG_NAMESPACE = "spark-vllm";
 export type RawConfig = Record<string, unknown>;
 
 /** The keys of the namespace (secrets included); parseSpec names any other. */
-export const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint", "testBed", "replicas", "rollout", "fabric", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
+export const KNOWN_KEYS = ["hosts", "image", "imageSource", "model", "vllm", "ray", "probes", "logDir", "shmSizeMb", "sshPrivateKey", "hfToken", "endpoint", "testBed", "replicas", "rollout", "memoryGuard", "fabric", TLS_CERTIFICATE_KEY, TLS_PRIVATE_KEY];
 
 /** Levenshtein distance, or limit + 1 as soon as it must exceed `limit` (keys may be huge). */
 export function editDistance(a: string, b: string, limit = 3): number {

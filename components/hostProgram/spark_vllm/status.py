@@ -210,9 +210,12 @@ def given_up(files):
             detail = json.loads(lines[1]) if len(lines) > 1 else {}
         except ValueError:
             detail = {}
-        out.append({"name": name, "failures": detail.get("failures"), "diagnosis": detail.get("diagnosis"),
-                    "log": detail.get("log", rec.get("log")),
-                    "markedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(marker[1]))})
+        entry = {"name": name, "failures": detail.get("failures"), "diagnosis": detail.get("diagnosis"),
+                 "log": detail.get("log", rec.get("log")),
+                 "markedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(marker[1]))}
+        if isinstance(detail.get("guard"), dict):  # the memory guard stopped it (supervise.py Supervisor.guard)
+            entry["guard"] = detail["guard"]
+        out.append(entry)
     return out
 
 

@@ -12,10 +12,19 @@
 # relaunch would rotate away. A relaunch that dies before it is proven again counts as a failure; failures back off
 # (5 s doubling to 300 s) and after MAX_FAILURES the supervisor stops, writes `<name>.failed` with the diagnosis of the
 # log, and says so: a crash loop ends in a diagnosis, never in a hot loop. A new launch clears both files.
+#
+# The memory guard (issue 47): on a GB10 the GPU allocates from the same memory as the host, and when the host runs out
+# the NVIDIA driver's allocations fail (`NVRM: ... Out of memory [NV_ERR_NO_MEMORY]`) and the host can wedge until a
+# power cycle (NVIDIA/dgx-spark-playbooks#97, NVIDIA/open-gpu-kernel-modules#1358). Each pass reads /proc/meminfo's
+# MemAvailable (a container shares the host's /proc/meminfo: no memory limit is set on it); below `floorBytes` every
+# launch of this container that runs is stopped (vLLM by its process group, Ray by `ray stop --force`, as the launch's
+# own delete does: components/plan/hostCommands.ts rayLaunch) and marked `<name>.failed` with the figures, so it is not
+# relaunched into the same state: `spark-vllm status` shows why, and only a new launch clears it.
 import fcntl
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +41,10 @@ BACKOFF_SECONDS = (5, 300)
 RELAUNCH_GRACE_SECONDS = 10
 # Lines about a record that waits (its gate, another record) are repeated at most this often.
 WAIT_SAY_EVERY = 30
+MEMINFO = "/proc/meminfo"
+# How long a stopped launch gets between SIGTERM and SIGKILL (vLLM's own shutdown frees its memory on SIGTERM).
+GUARD_STOP_SECONDS = 10
+GIB = 1 << 30
 
 
 def log(text):
@@ -104,14 +117,57 @@ def start_time(pid, proc="/proc"):
     return stat.rsplit(")", 1)[1].split()[19] if ")" in stat else ""
 
 
+def mem_available_bytes(path=MEMINFO):
+    """MemAvailable of /proc/meminfo in bytes (the kernel prints kB: Documentation/filesystems/proc.rst), else None."""
+    for line in (read_file(path) or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "MemAvailable:" and parts[1].isdigit():
+            return int(parts[1]) * 1024
+    return None
+
+
+def guard_hint(available, floor):
+    return ("this host's MemAvailable fell to %.1f GiB, below the memory guard's floor of %.1f GiB "
+            "(spark-vllm:memoryGuard.floorGiB), so the supervisor stopped what it runs before the GPU driver runs out "
+            "of memory and the host wedges. Lower spark-vllm:vllm.gpuMemoryUtilization or vllm.maxModelLen, stop other "
+            "programs on the host, and drop the page cache; then run the `pulumi up --replace` that `spark-vllm status` "
+            "prints." % (available / GIB, floor / GIB))
+
+
+def stop_process_group(pid_file, proc="/proc", wait=GUARD_STOP_SECONDS, sleep=time.sleep):
+    """SIGTERM to the session of the process PID_FILE names (a launch starts it with setsid, as its leader: scripts.ts
+    detachedLaunch; a relaunch with start_new_session), SIGKILL after WAIT seconds, as scripts.ts stopByPidFile does.
+    A stale pid file (another start time) signals nothing."""
+    pid, state = process_state(pid_file, proc)
+    if state != "running":
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:
+        return
+    for _ in range(int(wait * 10)):
+        if process_state(pid_file, proc)[1] != "running":
+            return
+        sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def backoff(failures):
     base, cap = BACKOFF_SECONDS
     return min(cap, base * 2 ** max(0, failures - 1))
 
 
 class Supervisor:
-    def __init__(self, directory, proc="/proc", clock=time.time, backoff_fn=backoff):
+    def __init__(self, directory, proc="/proc", clock=time.time, backoff_fn=backoff, floor_bytes=0, meminfo=MEMINFO,
+                 stop_ray=None):
         self.dir = directory
+        self.floor = floor_bytes
+        self.meminfo = meminfo
+        self.stop_ray = stop_ray or (lambda: subprocess.run(["ray", "stop", "--force"], stdin=subprocess.DEVNULL,
+                                                            capture_output=True, timeout=60))
         self.proc = proc
         self.clock = clock
         self.backoff = backoff_fn
@@ -224,8 +280,38 @@ class Supervisor:
         for name in list(self.state):
             if name not in records:
                 del self.state[name]
+        if self.guard(records):
+            return
         for name in sorted(records, key=lambda n: (len(records[n][0].get("after") or []), n)):
             self.tick_one(name, records)
+
+    # ------------------------------------------------------------------ the memory guard
+    def guard(self, records):
+        """Below the floor: stop every running launch (vLLM first, then what it runs on) and mark it failed with the
+        figures. True when it fired."""
+        if not self.floor:
+            return False
+        available = mem_available_bytes(self.meminfo)
+        if available is None or available >= self.floor:
+            return False
+        fired = False
+        for name in sorted(records, key=lambda n: (-len(records[n][0].get("after") or []), n)):
+            rec, digest = records[name]
+            if self.marked(name, "failed", digest) or not self.running(rec):
+                continue
+            if rec.get("pidFile"):
+                stop_process_group(rec["pidFile"], self.proc)
+            else:
+                self.stop_ray()
+            hint = guard_hint(available, self.floor)
+            line = "MemAvailable %.1f GiB < floor %.1f GiB" % (available / GIB, self.floor / GIB)
+            self.mark(name, "failed", digest, {
+                "failures": 0, "log": rec["log"],
+                "guard": {"memAvailableBytes": available, "floorBytes": self.floor, "at": self.clock()},
+                "diagnosis": {"kind": "memory-guard", "line": line, "hint": hint}})
+            log("%s: stopped by the memory guard: %s. %s" % (name, line, hint))
+            fired = True
+        return fired
 
     def tick_one(self, name, records):
         rec, digest = records[name]
@@ -292,9 +378,11 @@ class Supervisor:
 def supervise(args):
     directory = args["dir"]
     interval = args.get("intervalSeconds", 2)
+    floor = int(args.get("memoryFloorBytes") or 0)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    sup = Supervisor(directory)
-    log("watching %s every %g s" % (directory, interval))
+    sup = Supervisor(directory, floor_bytes=floor)
+    log("watching %s every %g s%s" % (directory, interval, ", memory guard at MemAvailable < %.1f GiB" % (floor / GIB)
+                                      if floor else ", no memory guard"))
     while True:
         try:
             sup.tick()

@@ -186,5 +186,83 @@ class CrashLoop(SuperviseTest):
         self.assertEqual(self.sup.state["vllm"]["failures"], 0)
 
 
+class MemoryGuard(SuperviseTest):
+    def meminfo(self, available_kb):
+        with open(self.path("meminfo"), "w") as f:
+            f.write("MemTotal:       127601604 kB\nMemFree:         2210000 kB\nMemAvailable:   %d kB\n" % available_kb)
+
+    def guarded(self, floor_gib=4, **extra):
+        self.stopped_ray = 0
+
+        def stop_ray():
+            self.stopped_ray += 1
+        self.sup = sv.Supervisor(self.dir, clock=self.clock, floor_bytes=floor_gib * sv.GIB,
+                                 meminfo=self.path("meminfo"), stop_ray=stop_ray, **extra)
+
+    def serving(self):
+        rec = self.detached("import time; time.sleep(60)")
+        digest = self.write_record("vllm", rec)
+        self.sup.mark("vllm", "proven", digest)
+        self.sup.tick()
+        self.assertEqual(process_state(rec["pidFile"])[1], "running")
+        return rec, digest
+
+    def test_below_the_floor_vllm_is_stopped_marked_with_the_figures_and_never_relaunched(self):
+        self.guarded()
+        self.meminfo(12 * 1024 * 1024)
+        rec, digest = self.serving()
+        self.sup.tick()
+        self.assertEqual(process_state(rec["pidFile"])[1], "running", "12 GiB available: above a 4 GiB floor")
+        self.meminfo(3 * 1024 * 1024 + 512 * 1024)
+        self.sup.tick()
+        self.assertEqual(process_state(rec["pidFile"])[1], "exited")
+        failed = self.read(self.path("vllm.failed")).split("\n")
+        self.assertEqual(failed[0], digest)
+        detail = json.loads(failed[1])
+        self.assertEqual(detail["guard"]["memAvailableBytes"], (3 * 1024 + 512) * 1024 * 1024)
+        self.assertEqual(detail["guard"]["floorBytes"], 4 * sv.GIB)
+        self.assertEqual(detail["diagnosis"]["kind"], "memory-guard")
+        self.assertEqual(detail["diagnosis"]["line"], "MemAvailable 3.5 GiB < floor 4.0 GiB")
+        self.assertIn("spark-vllm:memoryGuard.floorGiB", detail["diagnosis"]["hint"])
+        # Memory back: the supervisor still relaunches nothing (only a new launch clears the marker).
+        self.meminfo(60 * 1024 * 1024)
+        child = self.sup.children.get("vllm")
+        for _ in range(30):
+            self.sup.tick()
+            self.clock.now += 5
+        self.assertIs(self.sup.children.get("vllm"), child)
+        self.assertEqual(self.stopped_ray, 0)
+
+    def test_a_ray_launch_is_stopped_with_ray_stop_and_a_stopped_record_is_not_stopped_twice(self):
+        self.guarded()
+        self.meminfo(1024 * 1024)
+        script = "import time; time.sleep(60)"
+        rec = {"name": "ray", "argv": [sys.executable, "-c", script], "log": self.path("ray.log"), "process": "ray-standin"}
+        digest = self.write_record("ray", rec)
+        self.sup.mark("ray", "proven", digest)
+        self.sup.running = lambda r: True
+        self.sup.tick()
+        self.assertEqual(self.stopped_ray, 1)
+        self.assertEqual(json.loads(self.read(self.path("ray.failed")).split("\n")[1])["diagnosis"]["kind"], "memory-guard")
+        self.sup.tick()
+        self.assertEqual(self.stopped_ray, 1)
+
+    def test_no_floor_or_an_unreadable_meminfo_never_stops_anything(self):
+        self.guarded(floor_gib=0)
+        self.meminfo(1024)
+        rec, _ = self.serving()
+        self.sup.tick()
+        self.assertEqual(process_state(rec["pidFile"])[1], "running")
+        self.sup.floor, self.sup.meminfo = 4 * sv.GIB, self.path("no-such-meminfo")
+        self.sup.tick()
+        self.assertEqual(process_state(rec["pidFile"])[1], "running")
+        self.assertFalse(os.path.exists(self.path("vllm.failed")))
+
+    def test_mem_available_is_read_in_bytes_from_the_kernels_kB(self):
+        self.meminfo(940604)
+        self.assertEqual(sv.mem_available_bytes(self.path("meminfo")), 940604 * 1024)
+        self.assertIsNone(sv.mem_available_bytes(self.path("absent")))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -133,6 +133,45 @@ test("the host script reports the launch the supervisor gave up on, from the con
     }
 });
 
+test("the memory guard: the real supervisor stops a running vLLM below the floor; status names the guard, the figures, the hint and the replace", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-guard-"));
+    try {
+        const plan = planCluster(parseSpec({ ...rawConfig(2), logDir: dir }));
+        const tools = path.join(dir, TOOLS_FILE);
+        fs.writeFileSync(tools, toolsProgram());
+        const records = path.join(dir, RECORDS_DIR);
+        fs.mkdirSync(records, { recursive: true });
+        fs.mkdirSync(path.join(dir, "bin"));
+        fs.writeFileSync(path.join(dir, "bin", "docker"), [
+            "#!/bin/sh", 'case "$1" in', '  inspect) echo "$FAKE_STATE" ;;',
+            '  cp) src=$FAKE_ROOT${2#*:}; [ "$3" = - ] && exec tar -C "$(dirname "$src")" -cf - "$(basename "$src")" ;;',
+            '  exec) exit 0 ;;', "esac",
+        ].join("\n") + "\n", { mode: 0o755 });
+        fs.writeFileSync(path.join(records, "vllm.json"), JSON.stringify({ name: "vllm", argv: ["vllm", "serve", "m"], log: plan.vllmLog, pidFile: plan.vllmPidFile }) + "\n");
+        fs.writeFileSync(path.join(dir, "meminfo"), "MemTotal:       127601604 kB\nMemAvailable:    3145728 kB\n");
+        // A vLLM stand-in in its own session, as a launch starts it (setsid), its pid file as the launch writes it.
+        const guard = spawnSync("python3", ["-c", [
+            "import runpy, subprocess, sys", "g = runpy.run_path(sys.argv[1])",
+            "p = subprocess.Popen(['sleep', '60'], start_new_session=True)",
+            "open(sys.argv[3], 'w').write('%d %s\\n' % (p.pid, g['start_time'](p.pid)))",
+            "sup = g['Supervisor'](sys.argv[2], floor_bytes=4 << 30, meminfo=sys.argv[4])",
+            "rec, digest = g['read_launch_record'](sys.argv[2], 'vllm')",
+            "print(sup.guard({'vllm': (rec, digest)}), p.wait(15))",
+        ].join("\n"), tools, records, plan.vllmPidFile, path.join(dir, "meminfo")], { encoding: "utf8" });
+        assert.equal(guard.status, 0, guard.stderr);
+        assert.equal(guard.stdout.trim().split("\n").pop(), "True -15", "the guard fired and SIGTERM ended the process");
+        const report = runHostScript(plan, dir, "running");
+        const g = report.givenUp![0];
+        assert.deepEqual([g.name, g.guard?.memAvailableBytes, g.guard?.floorBytes, g.diagnosis?.kind], ["vllm", 3 * 2 ** 30, 4 * 2 ** 30, "memory-guard"]);
+        const s = clusterStatus(plan, "day2", [report, { host: "spark-b", role: "worker", container: "running", raylet: true }]);
+        assert.equal(s.serving, false);
+        assert.match(s.problems.join("\n"), /^spark-a: the memory guard stopped vllm \(.*\): memory-guard: MemAvailable 3\.0 GiB < floor 4\.0 GiB\n    this host's MemAvailable fell to 3\.0 GiB, below the memory guard's floor of 4\.0 GiB \(spark-vllm:memoryGuard\.floorGiB\)[^\n]*\n    log: [^\n]*\n    fix the cause, then run `pulumi up -s day2 --replace '[^']*spark-spark-a-memory' --replace '[^']*spark-spark-b-memory'`/m);
+        assert.match(renderStatus(s), /spark-a \(head\): [^\n]*memory guard stopped vllm \(MemAvailable 3\.0 GiB < 4\.0 GiB\)/);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+});
+
 test("the verdict names the launch given up, its diagnosis, log and the replace that clears it, instead of the bare 'not running'", () => {
     const plan = planCluster(parseSpec(rawConfig(2)));
     const given = { name: "vllm", failures: 5, log: "/var/tmp/spark-vllm/vllm-serve.log", markedAt: "2026-12-01T12:00:00Z",
