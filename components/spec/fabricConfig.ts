@@ -24,9 +24,21 @@
 //   topology with 4 or more machines ... NOT supported": nvidia/multi-sparks-through-switch/assets/spark_cluster_setup/
 //   node_scripts/detect_and_configure_cluster_networking.py). Without routes, hosts two cables apart cannot reach each
 //   other, and every host must reach the head (Ray's GCS, NCCL's bootstrap).
-import type { Obj, Reader } from "./parseSpec";
-import { isLinkLocal, parseIPv4, unusableAddress } from "./parseSpec";
+import { isLinkLocal, parseIPv4, unusableAddress } from "./ipv4";
 import { show } from "./showValue";
+
+type Obj = Record<string, unknown>;
+/** What parseFabricSetup reads with: parseSpec.ts's Reader, declared here rather than imported so neither file imports the other. */
+export interface Reader {
+    readonly problems: string[];
+    problem(path: string, message: string): void;
+    object(value: unknown, path: string, required: boolean): Obj | undefined;
+    unknownKeys(obj: Obj, path: string, known: string[]): void;
+    string(obj: Obj | undefined, key: string, path: string, fallback?: string, max?: number): string | undefined;
+    integer(obj: Obj | undefined, key: string, path: string, min: number, max: number, fallback?: number): number | undefined;
+    stringList(obj: Obj | undefined, key: string, path: string, fallback: string[], maxItems: number, maxChars: number): string[] | undefined;
+    boolean(obj: Obj | undefined, key: string, path: string, fallback: boolean): boolean;
+}
 
 /** How the Sparks are cabled. */
 export type FabricTopology = "direct" | "ring" | "switch";
