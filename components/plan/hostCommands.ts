@@ -596,6 +596,8 @@ export function endpointProbe(spec: ClusterSpec, owner?: Owner, opts: { vllmItse
         intervalSeconds: spec.probes.intervalSeconds,
         // Pipeline parallelism over Ray has failed only once two requests ran at once (vllm-project/vllm#39900).
         concurrency: spec.vllm.pipelineParallelSize > 1 ? 2 : 1,
+        // The marker the head's memory guard leaves when it stopped vLLM (supervise.py), for the probe to say so.
+        guardMarker: `${RECORDS_DIR}/vllm.failed`,
         // What relaunches a vLLM that died after its launch succeeded (a plain re-run runs only this probe again).
         ...(owner ? { relaunch: replaceCommand(owner, memoryGateUrns(owner, spec.hosts.map(h => h.name))) } : {}),
     };

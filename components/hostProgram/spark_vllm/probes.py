@@ -149,6 +149,17 @@ def exit_headline(host, pid, seconds, first_check):
     return "vllm serve on %s exited %d s after the probe started (pid %s)" % (host, seconds, pid)
 
 
+def guard_stop(marker):
+    """The memory guard's diagnosis when it stopped this launch (its `<name>.failed` marker holds `guard`: supervise.py
+    Supervisor.guard), else None. The marker's first line is the record's digest, the second its detail."""
+    lines = (read_file(marker) or "").split("\n") if marker else []
+    try:
+        detail = json.loads(lines[1]) if len(lines) > 1 else {}
+    except ValueError:
+        return None
+    return detail.get("diagnosis") if isinstance(detail, dict) and detail.get("guard") else None
+
+
 def relaunch_advice(args):
     """What relaunches it: the launch succeeded and stays in the stack, and the command provider never reads a command
     back, so a `pulumi up` with no change runs only this probe again (components/plan/relaunch.ts)."""
@@ -209,8 +220,12 @@ def endpoint_probe(args):
         if state != "running":
             # Let the last lines of a dying process reach the log.
             time.sleep(0.2)
-            fail(failure_report(args, exit_headline(args["host"], pid, time.time() - started, first_check),
-                                read_log(args["log"])) + relaunch_advice(args))
+            headline = exit_headline(args["host"], pid, time.time() - started, first_check)
+            guard = guard_stop(args.get("guardMarker"))
+            if guard:
+                fail([headline + ": the memory guard stopped it", "kind: " + guard["kind"], "root cause: " + guard["line"],
+                      "hint: " + guard["hint"], "full log: %s:%s" % (args["host"], args["log"])] + relaunch_advice(args))
+            fail(failure_report(args, headline, read_log(args["log"])) + relaunch_advice(args))
         first_check = False
         now = time.time()
         if now >= deadline:

@@ -33,6 +33,7 @@ import urllib.request
 
 from spark_vllm.common import read_file, say
 from spark_vllm.diagnosis import diagnose
+from spark_vllm.memory import GIB
 from spark_vllm.probes import process_state
 
 MAX_FAILURES = 5
@@ -44,7 +45,6 @@ WAIT_SAY_EVERY = 30
 MEMINFO = "/proc/meminfo"
 # How long a stopped launch gets between SIGTERM and SIGKILL (vLLM's own shutdown frees its memory on SIGTERM).
 GUARD_STOP_SECONDS = 10
-GIB = 1 << 30
 
 
 def log(text):
@@ -117,7 +117,7 @@ def start_time(pid, proc="/proc"):
     return stat.rsplit(")", 1)[1].split()[19] if ")" in stat else ""
 
 
-def mem_available_bytes(path=MEMINFO):
+def meminfo_available_bytes(path=MEMINFO):
     """MemAvailable of /proc/meminfo in bytes (the kernel prints kB: Documentation/filesystems/proc.rst), else None."""
     for line in (read_file(path) or "").splitlines():
         parts = line.split()
@@ -291,7 +291,7 @@ class Supervisor:
         figures. True when it fired."""
         if not self.floor:
             return False
-        available = mem_available_bytes(self.meminfo)
+        available = meminfo_available_bytes(self.meminfo)
         if available is None or available >= self.floor:
             return False
         fired = False

@@ -1,5 +1,9 @@
+import json
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import unittest
 
 from spark_vllm import probes
@@ -73,6 +77,43 @@ class Logs(unittest.TestCase):
         self.assertEqual(probes.exit_headline("spark-a", 41, 0.3, True),
                          "vllm serve on spark-a is not running (pid 41): it had exited before this probe's first check")
         self.assertEqual(probes.exit_headline("spark-a", 41, 6.7, False), "vllm serve on spark-a exited 6 s after the probe started (pid 41)")
+
+    def test_the_memory_guards_marker_is_read_only_when_the_guard_wrote_it(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        marker = os.path.join(d, "vllm.failed")
+        diagnosis = {"kind": "memory-guard", "line": "MemAvailable 3.5 GiB < floor 4.0 GiB", "hint": "lower it"}
+        with open(marker, "w") as f:
+            f.write("digest\n" + json.dumps({"failures": 0, "guard": {"memAvailableBytes": 1, "floorBytes": 2, "at": 3},
+                                                "diagnosis": diagnosis}) + "\n")
+        self.assertEqual(probes.guard_stop(marker), diagnosis)
+        with open(marker, "w") as f:
+            f.write("digest\n" + json.dumps({"failures": 5, "diagnosis": {"kind": "cuda-oom", "line": "x", "hint": "y"}}) + "\n")
+        self.assertIsNone(probes.guard_stop(marker), "a crash loop's marker is not the guard's")
+        self.assertIsNone(probes.guard_stop(os.path.join(d, "absent")))
+        self.assertIsNone(probes.guard_stop(None))
+
+    def test_the_endpoint_probe_names_the_memory_guard_when_it_stopped_vllm(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        marker, pid_file, log = (os.path.join(d, n) for n in ("vllm.failed", "vllm.pid", "vllm-serve.log"))
+        with open(marker, "w") as f:
+            f.write("digest\n" + json.dumps({"failures": 0, "guard": {"memAvailableBytes": 1, "floorBytes": 2, "at": 3},
+                                                "diagnosis": {"kind": "memory-guard", "line": "MemAvailable 3.5 GiB < floor 4.0 GiB",
+                                                              "hint": "lower spark-vllm:vllm.gpuMemoryUtilization"}}) + "\n")
+        with open(pid_file, "w") as f:
+            f.write("999999999 1\n")  # no such process: vLLM has exited
+        with open(log, "w") as f:
+            f.write("INFO Loading weights\n")
+        args = {"host": "spark-a", "port": 9, "scheme": "http", "servedName": "m", "log": log, "pidFile": pid_file,
+                "timeoutSeconds": 5, "intervalSeconds": 0.1, "guardMarker": marker}
+        r = subprocess.run([sys.executable, "-c", "import json, sys; from spark_vllm import probes; probes.endpoint_probe(json.loads(sys.argv[1]))",
+                            json.dumps(args)], input="key\n", capture_output=True, text=True, timeout=30,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("vllm serve on spark-a is not running (pid 999999999): it had exited before this probe's first check: "
+                      "the memory guard stopped it", r.stderr)
+        self.assertIn("root cause: MemAvailable 3.5 GiB < floor 4.0 GiB", r.stderr)
 
     def test_relaunch_advice_names_the_plan_s_command(self):
         cmd = "pulumi up -s day2 --replace 'urn:pulumi:day2::spark-vllm::a$b::spark-spark-a-memory'"

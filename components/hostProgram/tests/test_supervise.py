@@ -260,8 +260,8 @@ class MemoryGuard(SuperviseTest):
 
     def test_mem_available_is_read_in_bytes_from_the_kernels_kB(self):
         self.meminfo(940604)
-        self.assertEqual(sv.mem_available_bytes(self.path("meminfo")), 940604 * 1024)
-        self.assertIsNone(sv.mem_available_bytes(self.path("absent")))
+        self.assertEqual(sv.meminfo_available_bytes(self.path("meminfo")), 940604 * 1024)
+        self.assertIsNone(sv.meminfo_available_bytes(self.path("absent")))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ test("every vLLM container runs the supervisor as its main process and restarts 
         assert.deepEqual(h.container.entrypoint.slice(0, 2), ["/bin/sh", "-c"]);
         // Only the program whose sha256 is pinned in the container (tests/unit/plan/entrypoint-pin.test.ts).
         assert.ok(h.container.entrypoint[2].endsWith(` /var/tmp/spark-vllm/spark_vllm_tools.py /var/lib/spark-vllm/tools.sha256 supervise "$1"; fi; sleep 5; done`), h.container.entrypoint[2]);
-        assert.deepEqual(JSON.parse(h.container.command[0]), { dir: RECORDS_DIR });
+        assert.deepEqual(JSON.parse(h.container.command[0]), { dir: RECORDS_DIR, memoryFloorBytes: 4 * 2 ** 30 });
     }
     const containers = plannedResources(p).filter(r => r.type === CONTAINER);
     assert.equal(containers.length, 3, "two vLLM containers and the proxy");
