@@ -27,9 +27,9 @@ after(async () => {
     if (work) fs.rmSync(work, { recursive: true, force: true });
 }, { timeout: 300_000 });
 
-/** A Ray-backend stack whose hosts use their own interface and HCA, at ADDRESS (the sim's, or link-local). */
-function stack(name: string, address: (h: Sim["hosts"][number]) => string) {
-    const s = simStack(sim, work, name, { vllm: { backend: "ray" } });
+/** A stack (Ray unless BACKEND) whose hosts use their own interface and HCA, at ADDRESS (the sim's, or link-local). */
+function stack(name: string, address: (h: Sim["hosts"][number]) => string, backend: "ray" | "mp" = "ray") {
+    const s = simStack(sim, work, name, { vllm: { backend } });
     const hosts = s.config["spark-vllm:hosts"] as Array<{ name: string; fabric: Record<string, unknown> }>;
     for (const h of hosts) {
         const simHost = sim.hosts.find(x => x.name === h.name)!;
@@ -62,10 +62,11 @@ const pick = (env: Record<string, string>) => Object.fromEntries(FABRIC_VARS.map
 
 /**
  * Issue 47: each host's fabric check rank reports the GID index it ran with, its own table's for ADDRESS (`up`'s fabric
- * output is the head's verdict, each host's own is its fabric-rank<i>.json), and each host's Ray (its raylet and vLLM's
- * worker actor, which inherit Ray's start environment) runs with it; the head's vLLM driver runs no NCCL rank and has none.
+ * output is the head's verdict, each host's own is its fabric-rank<i>.json), and each host's NCCL processes run with it:
+ * under Ray its raylet and vLLM's worker actor (they inherit Ray's start environment), while the head's vLLM driver runs
+ * no NCCL rank and has none; under mp every host's `vllm serve`.
  */
-async function assertOwnGidIndexes(r: { outputs?: Record<string, unknown> }, address: (h: Sim["hosts"][number]) => string) {
+async function assertOwnGidIndexes(r: { outputs?: Record<string, unknown> }, address: (h: Sim["hosts"][number]) => string, backend: "ray" | "mp" = "ray") {
     const index = (h: Sim["hosts"][number]) => h.fabricGidIndex + (address(h) === h.address ? 0 : 1);
     const [head] = sim.hosts;
     assert.notEqual(index(sim.hosts[0]), index(sim.hosts[1]), "the hosts' tables differ");
@@ -76,11 +77,13 @@ async function assertOwnGidIndexes(r: { outputs?: Record<string, unknown> }, add
         assert.equal(verdict.host, h.name);
         assert.deepEqual(verdict.gid.table, { hca: h.fabricHca, port: 1, index: index(h), type: "RoCE v2", address: address(h) }, h.name);
         assert.equal(verdict.gid.index, index(h), h.name);
-        const ray = [...await environOf(h.name, "raylet"), ...await environOf(h.name, "ray::RayWorkerWrapper")];
-        assert.ok(ray.length >= 2, `${h.name}: its raylet and vLLM's worker actor`);
-        for (const env of ray) assert.equal(env.NCCL_IB_GID_INDEX, String(index(h)), `${h.name}: ${JSON.stringify(pick(env))}`);
+        const nccl = backend === "ray"
+            ? [...await environOf(h.name, "raylet"), ...await environOf(h.name, "ray::RayWorkerWrapper")]
+            : await environOf(h.name, "vllm serve");
+        assert.ok(nccl.length >= (backend === "ray" ? 2 : 1), `${h.name}: its ${backend === "ray" ? "raylet and vLLM's worker actor" : "vllm serve"}`);
+        for (const env of nccl) assert.equal(env.NCCL_IB_GID_INDEX, String(index(h)), `${h.name}: ${JSON.stringify(pick(env))}`);
     }
-    for (const env of await environOf(head.name, "vllm serve")) assert.equal(env.NCCL_IB_GID_INDEX, undefined);
+    if (backend === "ray") for (const env of await environOf(head.name, "vllm serve")) assert.equal(env.NCCL_IB_GID_INDEX, undefined);
 }
 
 describe("per-host fabric settings under Ray", () => {
@@ -107,6 +110,21 @@ describe("per-host fabric settings under Ray", () => {
             const log = (await sim.exec(head.name, "cat /var/tmp/spark-vllm/vllm-serve.log")).stdout;
             for (const k of ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY", "NCCL_IB_GID_INDEX"])
                 assert.match(log, new RegExp(`RAY_NON_CARRY_OVER_ENV_VARS from config: \\{[^}]*'${k}'`), k);
+        } finally {
+            const d = await destroy(s);
+            assert.deepEqual(d.errors, []);
+        }
+        assert.deepEqual(await leftovers(sim), []);
+    });
+});
+
+describe("per-host GID index under mp", () => {
+    test("every host's vllm serve runs with its own host's NCCL_IB_GID_INDEX (3 on spark-a, 5 on spark-b)", async () => {
+        const s = stack("mp-gid", h => h.address, "mp");
+        try {
+            const r = await up(s);
+            assert.equal(r.error, undefined, r.error);
+            await assertOwnGidIndexes(r, h => h.address, "mp");
         } finally {
             const d = await destroy(s);
             assert.deepEqual(d.errors, []);
