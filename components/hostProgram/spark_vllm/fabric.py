@@ -33,6 +33,8 @@ import sys
 import time
 import traceback
 
+if not __package__:  # run as a file (`python3 .../spark_vllm/fabric.py`, tests/sim/image/test_torch_standin.py): its package's parent on the path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from spark_vllm.gid import GID_SYSFS, GID_VARIABLE, gid_choice
 
 RESULT_TAG = "FABRIC_RESULT "
@@ -239,8 +241,9 @@ def configured_hcas(env, explicit=None):
 
 def rank_gid(host, hcas, address, root=GID_SYSFS):
     """(the verdict's `gid`, failure lines) for this rank: NCCL_IB_GID_INDEX from this host's own table (spark_vllm/gid.py
-    says what NCCL does unset and why it is set); (None, None) with no HCA, where NCCL runs over sockets."""
-    if not hcas:
+    says what NCCL does unset and why it is set); (None, None) with no HCA, where NCCL runs over sockets, and when no
+    address is given (run on its own, not by the plan, which always passes the host's fabric address): NCCL picks."""
+    if not hcas or not address:
         return None, None
     choice = gid_choice(hcas, address or "", root)
     if choice["problem"]:
