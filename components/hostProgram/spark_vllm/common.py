@@ -29,3 +29,12 @@ def read_file(path):
             return f.read().strip()
     except OSError:
         return None
+
+
+def ipv4_of_gid(gid):
+    """The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d, as RoCE v2 GIDs of IPv4 addresses are), else None."""
+    parts = (gid or "").strip().lower().split(":")
+    if len(parts) != 8 or parts[:5] != ["0000"] * 5 or parts[5] != "ffff":
+        return None
+    word = int(parts[6], 16) << 16 | int(parts[7], 16)
+    return ".".join(str(word >> s & 255) for s in (24, 16, 8, 0))

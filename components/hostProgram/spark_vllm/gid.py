@@ -35,25 +35,10 @@ import json
 import os
 import sys
 
+from spark_vllm.common import ipv4_of_gid, read_file
+
 GID_SYSFS = "/sys/class/infiniband"
 GID_VARIABLE = "NCCL_IB_GID_INDEX"
-
-
-def _gid_read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def gid_ipv4(gid):
-    """a.b.c.d of an IPv4-mapped GID as sysfs prints it (0000:…:ffff:c0a8:640a), else None."""
-    parts = (gid or "").strip().lower().split(":")
-    if len(parts) != 8 or parts[:5] != ["0000"] * 5 or parts[5] != "ffff":
-        return None
-    word = int(parts[6], 16) << 16 | int(parts[7], 16)
-    return ".".join(str(word >> s & 255) for s in (24, 16, 8, 0))
 
 
 def roce_v2_ipv4_gids(hca, root=GID_SYSFS):
@@ -64,8 +49,8 @@ def roce_v2_ipv4_gids(hca, root=GID_SYSFS):
     for port in sorted((p for p in os.listdir(ports) if p.isdigit()), key=int) if os.path.isdir(ports) else []:
         gids = os.path.join(ports, port, "gids")
         for index in sorted((i for i in os.listdir(gids) if i.isdigit()), key=int) if os.path.isdir(gids) else []:
-            kind = _gid_read(os.path.join(ports, port, "gid_attrs", "types", index)) or ""
-            address = gid_ipv4(_gid_read(os.path.join(gids, index)))
+            kind = read_file(os.path.join(ports, port, "gid_attrs", "types", index)) or ""
+            address = ipv4_of_gid(read_file(os.path.join(gids, index)))
             if address and kind.lower() == "roce v2":
                 found.append({"hca": hca, "port": int(port), "index": int(index), "address": address})
     return found

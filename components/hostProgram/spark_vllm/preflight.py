@@ -7,7 +7,7 @@ import pwd
 import shutil
 import stat
 
-from spark_vllm.common import fail, read_file, run, say
+from spark_vllm.common import fail, ipv4_of_gid, read_file, run, say
 from spark_vllm.data import data
 from spark_vllm.ownership import ownership_problems
 
@@ -62,15 +62,6 @@ def iface_facts(name, address):
     # Ask netlink (ip), not /sys/class/net: sysfs may show another network namespace's view.
     code, out, _ = run(["ip", "-j", "addr", "show", "dev", name])
     return parse_iface(name, address, out if code == 0 else None)
-
-
-def ipv4_of_gid(gid):
-    """The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d, as RoCE v2 GIDs of IPv4 addresses are), else None."""
-    parts = gid.strip().lower().split(":")
-    if len(parts) != 8 or parts[:5] != ["0000"] * 5 or parts[5] != "ffff":
-        return None
-    word = int(parts[6], 16) << 16 | int(parts[7], 16)
-    return ".".join(str(word >> s & 255) for s in (24, 16, 8, 0))
 
 
 def hca_facts(hcas, root="/sys/class/infiniband"):
